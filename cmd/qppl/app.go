@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes (documented in README.md).
+const (
+	exitOK        = 0
+	exitError     = 1 // evaluation error
+	exitUsage     = 2 // usage or input error
+	exitRegressed = 3 // compare --baseline or verify beyond tolerance
+)
+
+// exitError wraps an error with the process exit code it maps to.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// usageErr marks err as a usage or input error (exit 2).
+func usageErr(err error) error { return &codedError{exitUsage, err} }
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:           "qppl",
+		Usage:          "exact perplexity and KL divergence of quantized LLM checkpoints",
+		Reader:         stdin,
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		ExitErrHandler: func(*cli.Context, error) {}, // run maps errors to codes
+		Commands: []*cli.Command{
+			newEvalCmd(),
+			newCompareCmd(),
+			newPlotCmd(),
+			newVerifyCmd(),
+			newTokenizeCmd(),
+			newQuantizeCmd(),
+			newInspectCmd(),
+			newFixtureCmd(),
+			newMergeCmd(),
+			newDemoCmd(),
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintf(c.App.Writer, "qppl %s\n", version)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// run executes the command line and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := newApp(stdin, stdout, stderr).Run(args)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "qppl: %v\n", err)
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return exitError
+}

@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/qppl
 PKGS    := ./...
 
-.PHONY: all build demo test vet fmt-check bench fuzz cuda cuda-check gpu-check clean
+.PHONY: all build demo test vet fmt-check clean
 
 all: build
 
@@ -26,3 +26,6 @@ fmt-check:
 
 clean:
 	rm -rf bin
+
+# Package-owned targets (bench, fuzz, cuda-check, gpu-check, ...).
+-include mk/*.mk

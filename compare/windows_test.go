@@ -142,7 +142,7 @@ func TestLMEvalWindows(t *testing.T) {
 		doc   int
 	}{
 		{[]int32{P, 0, 1, 2, 3}, 1, 0},
-		{[]int32{3, 4, 5, 6, 7}, 1, 0}, // one context token
+		{[]int32{3, 4, 5, 6, 7}, 1, 0},  // one context token
 		{[]int32{6, 7, 8, 9, 10}, 2, 0}, // final partial block: input 6..9
 		{[]int32{P, 0, 1, 2}, 1, 2},
 		{[]int32{P, 0, 1, 2, 3}, 1, 3},

@@ -1,37 +1,300 @@
-// Package reference is the ground-truth backend: the Hugging Face causal-LM
-// forward pass computed in float64 with gonum.
-//
-// CONTRACT SKELETON: the exported names below are used by other packages.
-// The owner of this package may add to them but must keep these signatures.
 package reference
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/quant"
 )
 
 // Options configures the reference backend.
 type Options struct {
-	Threads int // BLAS parallelism hint; 0 = GOMAXPROCS
+	// Threads is a parallelism hint. gonum's Dgemm always uses
+	// runtime.GOMAXPROCS(0) workers, so set GOMAXPROCS to limit threads;
+	// the value here is currently only validated (>= 0). Results do not
+	// depend on the number of threads.
+	Threads int
 }
 
-// Backend implements backends.Backend (and LogProber, Prober).
-type Backend struct{}
+// Backend implements backends.Backend, backends.LogProber and
+// backends.Prober. Calls are serialised by a mutex (one workspace).
+type Backend struct {
+	mu     sync.Mutex
+	m      *model
+	ws     workspace
+	closed bool
+}
 
-// New opens the reference backend over an opened checkpoint.
+var (
+	_ backends.Backend   = (*Backend)(nil)
+	_ backends.LogProber = (*Backend)(nil)
+	_ backends.Prober    = (*Backend)(nil)
+)
+
+// New opens the reference backend over an opened checkpoint. Every Linear
+// goes through the checkpoint's quant.Scheme, so any format package quant
+// decodes is evaluated exactly. The caller keeps ownership of m and closes
+// it after the backend.
 func New(m *checkpoint.Model, opt Options) (*Backend, error) {
-	return nil, errors.New("reference: not implemented yet")
+	if m == nil || m.Config == nil {
+		return nil, errors.New("reference: nil model or config")
+	}
+	if opt.Threads < 0 {
+		return nil, fmt.Errorf("reference: Threads %d < 0", opt.Threads)
+	}
+	scheme, err := quant.Parse(m.Config)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
+	}
+	return newBackend(m.Config, checkpointSource{m: m, scheme: scheme})
 }
 
-var _ backends.Backend = (*Backend)(nil)
+func newBackend(cfg *checkpoint.Config, src source) (*Backend, error) {
+	mod, err := bind(cfg, src)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{m: mod}, nil
+}
 
-func (b *Backend) Info() backends.Info { return backends.Info{Name: "reference", Precision: "fp64"} }
-func (b *Backend) Close() error        { return nil }
+// Info implements backends.Backend.
+func (b *Backend) Info() backends.Info {
+	v := 0
+	if b.m != nil {
+		v = b.m.V
+	}
+	return backends.Info{Name: "reference", Precision: "fp64", Devices: []string{"cpu"}, Vocab: v}
+}
 
-// Score implements backends.Backend.
+// Close releases the backend's buffers. It does not close the checkpoint.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	b.ws = workspace{}
+	return nil
+}
+
+// check validates a window against the model.
+func (b *Backend) check(w backends.Window) error {
+	if b.closed || b.m == nil {
+		return errors.New("reference: backend is closed")
+	}
+	if len(w.Tokens) == 0 {
+		return fmt.Errorf("reference: window %d is empty", w.Index)
+	}
+	for p, id := range w.Tokens {
+		if id < 0 || int(id) >= b.m.V {
+			return fmt.Errorf("reference: window %d position %d: token id %d outside vocabulary [0, %d)", w.Index, p, id, b.m.V)
+		}
+	}
+	return nil
+}
+
+// Score implements backends.Backend. It runs the forward pass over
+// w.Tokens and evaluates the head only at the logits positions it needs.
 func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Request) (backends.Scores, error) {
-	return backends.Scores{}, errors.New("reference: not implemented yet")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.check(w); err != nil {
+		return backends.Scores{}, err
+	}
+	T := len(w.Tokens)
+	if w.First < 1 || w.First > T {
+		return backends.Scores{}, fmt.Errorf("reference: window %d: First %d outside [1, %d]", w.Index, w.First, T)
+	}
+	V := b.m.V
+	if req.TopK < 0 || req.TopK > V {
+		return backends.Scores{}, fmt.Errorf("reference: TopK %d outside [0, %d]", req.TopK, V)
+	}
+	if req.Base != nil && req.Base.Vocab() != V {
+		return backends.Scores{}, fmt.Errorf("reference: base log-probs have vocab %d, model has %d", req.Base.Vocab(), V)
+	}
+	nt := T - w.First
+	sc := backends.Scores{NLL: make([]float64, nt)}
+	lo, hi := w.First-1, T-1 // logits rows of the targets
+	var base []float64
+	if req.Base != nil {
+		base = make([]float64, V)
+		if req.KLAllPositions {
+			sc.KL = make([]float64, T)
+			lo, hi = 0, T
+		} else {
+			sc.KL = make([]float64, nt)
+			sc.BaseNLL = make([]float64, nt)
+		}
+	}
+	if req.TopK > 0 {
+		sc.Top = make([]int32, nt*req.TopK)
+	}
+	if lo >= hi {
+		return sc, nil
+	}
+	if err := b.m.forward(ctx, &b.ws, w.Tokens, nil); err != nil {
+		return backends.Scores{}, fmt.Errorf("reference: window %d: %w", w.Index, err)
+	}
+	var idx []int32
+	if req.TopK > 0 {
+		idx = make([]int32, V)
+	}
+	err := b.m.headRows(ctx, &b.ws, lo, hi, func(pos int, lp []float64) error {
+		target := pos+1 >= w.First && pos+1 < T
+		ti := pos + 1 - w.First
+		if target {
+			sc.NLL[ti] = -lp[w.Tokens[pos+1]]
+			if req.TopK > 0 {
+				topK(lp, req.TopK, idx, sc.Top[ti*req.TopK:(ti+1)*req.TopK])
+			}
+		}
+		if req.Base == nil {
+			return nil
+		}
+		ki := ti
+		if req.KLAllPositions {
+			ki = pos
+		}
+		if err := req.Base.LogProbs(ki, base); err != nil {
+			return fmt.Errorf("reference: window %d: base log-probs of KL position %d: %w", w.Index, ki, err)
+		}
+		kl, err := klDiv(base, lp)
+		if err != nil {
+			return fmt.Errorf("reference: window %d: KL position %d: %w", w.Index, ki, err)
+		}
+		sc.KL[ki] = kl
+		if !req.KLAllPositions {
+			sc.BaseNLL[ti] = -base[w.Tokens[pos+1]]
+		}
+		return nil
+	})
+	if err != nil {
+		return backends.Scores{}, fmt.Errorf("reference: window %d: %w", w.Index, err)
+	}
+	return sc, nil
+}
+
+// klDiv returns KL(P‖Q) = Σ_i p_i (logp_i − logq_i), summed in index order;
+// terms with p_i = 0 contribute 0.
+func klDiv(logp, logq []float64) (float64, error) {
+	var kl float64
+	for i, lp := range logp {
+		if math.IsNaN(lp) || lp > 0 {
+			return 0, fmt.Errorf("invalid base log-prob %v at id %d", lp, i)
+		}
+		p := math.Exp(lp)
+		if p == 0 {
+			continue
+		}
+		kl += p * (lp - logq[i])
+	}
+	return kl, nil
+}
+
+// topK writes the ids of the k largest values of lp into dst, largest
+// first, ties broken by lower id. idx is scratch of len(lp).
+func topK(lp []float64, k int, idx []int32, dst []int32) {
+	before := func(a, b int32) bool { // a ranks before b
+		if lp[a] != lp[b] {
+			return lp[a] > lp[b]
+		}
+		return a < b
+	}
+	if k > 32 {
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		slices.SortFunc(idx, func(a, b int32) int {
+			if before(a, b) {
+				return -1
+			}
+			if before(b, a) {
+				return 1
+			}
+			return 0
+		})
+		copy(dst, idx[:k])
+		return
+	}
+	// Insertion into the k best seen so far.
+	n := 0
+	for i := range lp {
+		id := int32(i)
+		if n == k && !before(id, dst[k-1]) {
+			continue
+		}
+		j := n
+		if n < k {
+			n++
+		} else {
+			j = k - 1
+		}
+		for j > 0 && before(id, dst[j-1]) {
+			dst[j] = dst[j-1]
+			j--
+		}
+		dst[j] = id
+	}
+}
+
+// LogProbs implements backends.LogProber: emit receives the log-softmax row
+// of every logits position in [from, len(w.Tokens)), in order.
+func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emit func(pos int, lp []float64) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.check(w); err != nil {
+		return err
+	}
+	T := len(w.Tokens)
+	if from < 0 || from > T {
+		return fmt.Errorf("reference: window %d: from %d outside [0, %d]", w.Index, from, T)
+	}
+	if from == T {
+		return nil
+	}
+	if err := b.m.forward(ctx, &b.ws, w.Tokens, nil); err != nil {
+		return fmt.Errorf("reference: window %d: %w", w.Index, err)
+	}
+	return b.m.headRows(ctx, &b.ws, from, T, emit)
+}
+
+// Probe implements backends.Prober. Layer -1 holds arch.SiteEmbed and
+// arch.SiteFinalNorm; layers 0..L-1 hold the other sites.
+func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Point) (map[backends.Point][]float64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.check(w); err != nil {
+		return nil, err
+	}
+	want := make(map[backends.Point]bool, len(at))
+	for _, p := range at {
+		ok := false
+		switch p.Site {
+		case arch.SiteEmbed, arch.SiteFinalNorm:
+			ok = p.Layer == -1
+		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut:
+			ok = p.Layer >= 0 && p.Layer < b.m.L
+		}
+		if !ok {
+			return nil, fmt.Errorf("reference: unknown probe point layer %d site %q", p.Layer, p.Site)
+		}
+		want[p] = true
+	}
+	T := len(w.Tokens)
+	out := make(map[backends.Point][]float64, len(want))
+	probe := func(layer int, site string, data []float64, width int) {
+		p := backends.Point{Layer: layer, Site: site}
+		if want[p] {
+			out[p] = append([]float64(nil), data[:T*width]...)
+		}
+	}
+	if err := b.m.forward(ctx, &b.ws, w.Tokens, probe); err != nil {
+		return nil, fmt.Errorf("reference: window %d: %w", w.Index, err)
+	}
+	return out, nil
 }

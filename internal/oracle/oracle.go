@@ -1,0 +1,463 @@
+// Package oracle is a deliberately naive float64 implementation of the
+// Hugging Face causal-LM forward pass (llama, mistral, qwen2, qwen3), kept
+// apart from package reference so that the two can check each other. It is
+// test infrastructure for qppl's backends: reference, quant and cuda tests
+// compare their log-probabilities against it.
+//
+// # How it differs from package reference
+//
+// Everything is written separately and plainly: no gonum, no BLAS, no shared
+// helpers, [][]float64 rows instead of strided buffers, its own RoPE
+// inverse-frequency code (default, linear, llama3) and its own RMSNorm. Each
+// position p is recomputed from scratch: the whole decoder runs over the
+// prefix tokens[0..p] and only the last position's logits are kept, so no
+// state is carried between positions (a masking or caching bug in a fast
+// implementation shows up as a disagreement). Cost is O(T²) layer passes: use
+// it on tiny models and short windows.
+//
+// # Numerics
+//
+// float64 throughout, including RoPE angles (transformers computes those in
+// float32). Summation orders differ from package reference, so the two agree
+// to rounding (about 1e-13 relative on fixtures), not bit for bit.
+//
+// # Quantized checkpoints
+//
+// The oracle knows nothing about packed formats: the caller's Getter returns
+// dequantized float64 weights (for example through package quant), and
+// Options.InputQuant, when set, fake-quantizes a copy of every Linear's input
+// before its product, exactly where package reference applies
+// quant.Linear.InputQuantizer. Because each prefix is recomputed, a dynamic
+// per-tensor activation scheme sees the prefix rows [0..p] rather than the
+// whole window; per-token, per-group and static schemes are unaffected.
+//
+// # Failures
+//
+// LogProbs returns an error (never panics) for an unsupported model_type, a
+// missing tensor, a tensor of the wrong shape, a token id outside the
+// vocabulary, or an error from the Getter or InputQuant.
+package oracle
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/qppl/qppl/checkpoint"
+)
+
+// Getter returns a tensor by its Hugging Face name (for example
+// "model.layers.0.self_attn.q_proj.weight") as float64 values in row-major
+// order together with its shape.
+type Getter func(name string) ([]float64, []int, error)
+
+// Options tunes the oracle.
+type Options struct {
+	// InputQuant, when non-nil, is called with a copy of the input of every
+	// Linear module (module is its name without ".weight", e.g.
+	// "model.layers.0.mlp.down_proj"; x is row-major [rows][cols], one row
+	// per token) and may modify it in place before the product. It is not
+	// called for lm_head.
+	InputQuant func(module string, x []float64, rows, cols int) error
+}
+
+// LogProbs runs the forward pass described by cfg over tokens and returns
+// the log-softmax of the logits at every position: lp[p][v] is
+// log P(next token = v | tokens[0..p]).
+func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) ([][]float64, error) {
+	net, err := load(cfg, get)
+	if err != nil {
+		return nil, err
+	}
+	for p, id := range tokens {
+		if id < 0 || int(id) >= net.vocab {
+			return nil, fmt.Errorf("oracle: token %d at position %d outside vocabulary of %d", id, p, net.vocab)
+		}
+	}
+	out := make([][]float64, len(tokens))
+	for p := range tokens {
+		hidden, err := net.run(tokens[:p+1], opt)
+		if err != nil {
+			return nil, err
+		}
+		last := hidden[p]
+		logits := make([]float64, net.vocab)
+		for v := 0; v < net.vocab; v++ {
+			logits[v] = dot(net.head[v], last)
+		}
+		out[p] = logSoftmax(logits)
+	}
+	return out, nil
+}
+
+// matrix is a weight [out][in] with its module name.
+type matrix struct {
+	name string
+	rows [][]float64
+}
+
+type block struct {
+	inNorm, postNorm []float64
+	q, k, v, o       matrix
+	gate, up, down   matrix
+	qb, kb, vb, ob   []float64
+	qn, kn           []float64
+}
+
+type network struct {
+	vocab, hidden, heads, kvHeads, headDim int
+	eps                                    float64
+	freqs                                  []float64
+	embed                                  [][]float64
+	blocks                                 []block
+	finalNorm                              []float64
+	head                                   [][]float64
+}
+
+func load(cfg *checkpoint.Config, get Getter) (*network, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("oracle: nil config")
+	}
+	n := &network{
+		vocab: cfg.VocabSize, hidden: cfg.HiddenSize, heads: cfg.NumAttentionHeads,
+		kvHeads: cfg.NumKeyValueHeads, headDim: cfg.HeadDim, eps: cfg.RMSNormEps,
+	}
+	if n.kvHeads == 0 {
+		n.kvHeads = n.heads
+	}
+	if n.headDim == 0 && n.heads > 0 {
+		n.headDim = n.hidden / n.heads
+	}
+	if n.vocab <= 0 || n.hidden <= 0 || n.heads <= 0 || n.kvHeads <= 0 || n.headDim <= 0 || n.headDim%2 == 1 || n.heads%n.kvHeads != 0 || cfg.IntermediateSize <= 0 || cfg.NumHiddenLayers <= 0 {
+		return nil, fmt.Errorf("oracle: inconsistent sizes in config")
+	}
+	var qkvBias, oBias, qkNorm bool
+	switch cfg.ModelType {
+	case "llama", "mistral":
+		qkvBias, oBias = cfg.AttentionBias, cfg.AttentionBias
+	case "qwen2":
+		qkvBias = true
+	case "qwen3":
+		qkvBias, oBias, qkNorm = cfg.AttentionBias, cfg.AttentionBias, true
+	default:
+		return nil, fmt.Errorf("oracle: unsupported model_type %q", cfg.ModelType)
+	}
+	var err error
+	if n.freqs, err = inverseFrequencies(cfg, n.headDim); err != nil {
+		return nil, err
+	}
+	mat := func(name string, rows, cols int) ([][]float64, error) {
+		data, shape, err := get(name)
+		if err != nil {
+			return nil, fmt.Errorf("oracle: %s: %w", name, err)
+		}
+		if len(shape) != 2 || shape[0] != rows || shape[1] != cols || len(data) != rows*cols {
+			return nil, fmt.Errorf("oracle: %s: shape %v, want [%d %d]", name, shape, rows, cols)
+		}
+		m := make([][]float64, rows)
+		for r := range m {
+			m[r] = data[r*cols : (r+1)*cols]
+		}
+		return m, nil
+	}
+	linear := func(module string, rows, cols int) (matrix, error) {
+		m, err := mat(module+".weight", rows, cols)
+		return matrix{name: module, rows: m}, err
+	}
+	vector := func(name string, size int) ([]float64, error) {
+		data, shape, err := get(name)
+		if err != nil {
+			return nil, fmt.Errorf("oracle: %s: %w", name, err)
+		}
+		if len(shape) != 1 || shape[0] != size || len(data) != size {
+			return nil, fmt.Errorf("oracle: %s: shape %v, want [%d]", name, shape, size)
+		}
+		return data, nil
+	}
+	if n.embed, err = mat("model.embed_tokens.weight", n.vocab, n.hidden); err != nil {
+		return nil, err
+	}
+	if cfg.TieWordEmbeddings {
+		n.head = n.embed
+	} else if n.head, err = mat("lm_head.weight", n.vocab, n.hidden); err != nil {
+		return nil, err
+	}
+	if n.finalNorm, err = vector("model.norm.weight", n.hidden); err != nil {
+		return nil, err
+	}
+	qOut, kvOut, inter := n.heads*n.headDim, n.kvHeads*n.headDim, cfg.IntermediateSize
+	n.blocks = make([]block, cfg.NumHiddenLayers)
+	for i := range n.blocks {
+		b := &n.blocks[i]
+		pre := fmt.Sprintf("model.layers.%d.", i)
+		steps := []func() error{
+			func() (e error) { b.inNorm, e = vector(pre+"input_layernorm.weight", n.hidden); return },
+			func() (e error) { b.postNorm, e = vector(pre+"post_attention_layernorm.weight", n.hidden); return },
+			func() (e error) { b.q, e = linear(pre+"self_attn.q_proj", qOut, n.hidden); return },
+			func() (e error) { b.k, e = linear(pre+"self_attn.k_proj", kvOut, n.hidden); return },
+			func() (e error) { b.v, e = linear(pre+"self_attn.v_proj", kvOut, n.hidden); return },
+			func() (e error) { b.o, e = linear(pre+"self_attn.o_proj", n.hidden, qOut); return },
+			func() (e error) { b.gate, e = linear(pre+"mlp.gate_proj", inter, n.hidden); return },
+			func() (e error) { b.up, e = linear(pre+"mlp.up_proj", inter, n.hidden); return },
+			func() (e error) { b.down, e = linear(pre+"mlp.down_proj", n.hidden, inter); return },
+		}
+		if qkvBias {
+			steps = append(steps,
+				func() (e error) { b.qb, e = vector(pre+"self_attn.q_proj.bias", qOut); return },
+				func() (e error) { b.kb, e = vector(pre+"self_attn.k_proj.bias", kvOut); return },
+				func() (e error) { b.vb, e = vector(pre+"self_attn.v_proj.bias", kvOut); return },
+			)
+		}
+		if oBias {
+			steps = append(steps, func() (e error) { b.ob, e = vector(pre+"self_attn.o_proj.bias", n.hidden); return })
+		}
+		if qkNorm {
+			steps = append(steps,
+				func() (e error) { b.qn, e = vector(pre+"self_attn.q_norm.weight", n.headDim); return },
+				func() (e error) { b.kn, e = vector(pre+"self_attn.k_norm.weight", n.headDim); return },
+			)
+		}
+		for _, s := range steps {
+			if err := s(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// inverseFrequencies computes RoPE's inv_freq for rotary width dim the way
+// transformers' rope initialisation functions define it.
+func inverseFrequencies(cfg *checkpoint.Config, dim int) ([]float64, error) {
+	if !(cfg.RopeTheta > 0) {
+		return nil, fmt.Errorf("oracle: rope_theta %v", cfg.RopeTheta)
+	}
+	freqs := make([]float64, 0, dim/2)
+	for e := 0; e < dim; e += 2 {
+		freqs = append(freqs, 1.0/math.Pow(cfg.RopeTheta, float64(e)/float64(dim)))
+	}
+	kind := "default"
+	if cfg.RopeScaling != nil && cfg.RopeScaling.Type != "" {
+		kind = cfg.RopeScaling.Type
+	}
+	switch kind {
+	case "default":
+	case "linear":
+		if !(cfg.RopeScaling.Factor > 0) {
+			return nil, fmt.Errorf("oracle: linear rope factor %v", cfg.RopeScaling.Factor)
+		}
+		for i := range freqs {
+			freqs[i] = freqs[i] / cfg.RopeScaling.Factor
+		}
+	case "llama3":
+		rs := cfg.RopeScaling
+		if !(rs.Factor > 0) || !(rs.HighFreqFactor > rs.LowFreqFactor) || !(rs.LowFreqFactor > 0) || rs.OriginalMaxPositionEmbeddings <= 0 {
+			return nil, fmt.Errorf("oracle: invalid llama3 rope_scaling %+v", *rs)
+		}
+		oldCtx := float64(rs.OriginalMaxPositionEmbeddings)
+		for i, f := range freqs {
+			wavelen := 2 * math.Pi / f
+			switch {
+			case wavelen < oldCtx/rs.HighFreqFactor: // high frequency: unchanged
+			case wavelen > oldCtx/rs.LowFreqFactor: // low frequency: divided by factor
+				freqs[i] = f / rs.Factor
+			default: // in between: interpolate
+				smooth := (oldCtx/wavelen - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
+				freqs[i] = (1-smooth)*f/rs.Factor + smooth*f
+			}
+		}
+	default:
+		return nil, fmt.Errorf("oracle: unsupported rope_scaling type %q", kind)
+	}
+	return freqs, nil
+}
+
+// run computes the final-norm hidden state of every position of toks.
+func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
+	T := len(toks)
+	xs := make([][]float64, T)
+	for t, id := range toks {
+		xs[t] = append([]float64(nil), n.embed[id]...)
+	}
+	group := n.heads / n.kvHeads
+	for _, b := range n.blocks {
+		normed := make([][]float64, T)
+		for t := range xs {
+			normed[t] = rms(xs[t], b.inNorm, n.eps)
+		}
+		q, err := apply(b.q, b.qb, normed, opt)
+		if err != nil {
+			return nil, err
+		}
+		k, err := apply(b.k, b.kb, normed, opt)
+		if err != nil {
+			return nil, err
+		}
+		v, err := apply(b.v, b.vb, normed, opt)
+		if err != nil {
+			return nil, err
+		}
+		for t := 0; t < T; t++ {
+			for h := 0; h < n.heads; h++ {
+				seg := q[t][h*n.headDim : (h+1)*n.headDim]
+				if b.qn != nil {
+					copy(seg, rms(seg, b.qn, n.eps))
+				}
+				n.rotate(seg, t)
+			}
+			for h := 0; h < n.kvHeads; h++ {
+				seg := k[t][h*n.headDim : (h+1)*n.headDim]
+				if b.kn != nil {
+					copy(seg, rms(seg, b.kn, n.eps))
+				}
+				n.rotate(seg, t)
+			}
+		}
+		ctxv := make([][]float64, T)
+		for i := 0; i < T; i++ {
+			ctxv[i] = make([]float64, n.heads*n.headDim)
+			for h := 0; h < n.heads; h++ {
+				kvh := h / group
+				qi := q[i][h*n.headDim : (h+1)*n.headDim]
+				w := make([]float64, i+1)
+				top := math.Inf(-1)
+				for j := 0; j <= i; j++ {
+					w[j] = dot(qi, k[j][kvh*n.headDim:(kvh+1)*n.headDim]) / math.Sqrt(float64(n.headDim))
+					top = math.Max(top, w[j])
+				}
+				z := 0.0
+				for j := range w {
+					w[j] = math.Exp(w[j] - top)
+					z += w[j]
+				}
+				dst := ctxv[i][h*n.headDim : (h+1)*n.headDim]
+				for j := range w {
+					pj := w[j] / z
+					vj := v[j][kvh*n.headDim : (kvh+1)*n.headDim]
+					for d := range dst {
+						dst[d] += pj * vj[d]
+					}
+				}
+			}
+		}
+		attn, err := apply(b.o, b.ob, ctxv, opt)
+		if err != nil {
+			return nil, err
+		}
+		for t := range xs {
+			for c := range xs[t] {
+				xs[t][c] += attn[t][c]
+			}
+			normed[t] = rms(xs[t], b.postNorm, n.eps)
+		}
+		g, err := apply(b.gate, nil, normed, opt)
+		if err != nil {
+			return nil, err
+		}
+		u, err := apply(b.up, nil, normed, opt)
+		if err != nil {
+			return nil, err
+		}
+		for t := range g {
+			for c := range g[t] {
+				sig := 1 / (1 + math.Exp(-g[t][c]))
+				g[t][c] = g[t][c] * sig * u[t][c]
+			}
+		}
+		mlp, err := apply(b.down, nil, g, opt)
+		if err != nil {
+			return nil, err
+		}
+		for t := range xs {
+			for c := range xs[t] {
+				xs[t][c] += mlp[t][c]
+			}
+		}
+	}
+	for t := range xs {
+		xs[t] = rms(xs[t], n.finalNorm, n.eps)
+	}
+	return xs, nil
+}
+
+// rotate applies rotate-half RoPE at position pos to one head vector.
+func (n *network) rotate(x []float64, pos int) {
+	half := len(x) / 2
+	first := append([]float64(nil), x[:half]...)
+	second := append([]float64(nil), x[half:]...)
+	for i := 0; i < half; i++ {
+		theta := float64(pos) * n.freqs[i]
+		c, s := math.Cos(theta), math.Sin(theta)
+		x[i] = first[i]*c - second[i]*s
+		x[half+i] = second[i]*c + first[i]*s
+	}
+}
+
+// apply computes rows·Wᵀ + bias for every row, after the optional input
+// quantization of a copy of the rows.
+func apply(m matrix, bias []float64, in [][]float64, opt Options) ([][]float64, error) {
+	if opt.InputQuant != nil && len(in) > 0 {
+		cols := len(in[0])
+		flat := make([]float64, 0, len(in)*cols)
+		for _, r := range in {
+			flat = append(flat, r...)
+		}
+		if err := opt.InputQuant(m.name, flat, len(in), cols); err != nil {
+			return nil, fmt.Errorf("oracle: %s: input quantization: %w", m.name, err)
+		}
+		in = make([][]float64, len(in))
+		for r := range in {
+			in[r] = flat[r*cols : (r+1)*cols]
+		}
+	}
+	out := make([][]float64, len(in))
+	for t, x := range in {
+		out[t] = make([]float64, len(m.rows))
+		for o, w := range m.rows {
+			out[t][o] = dot(w, x)
+			if bias != nil {
+				out[t][o] += bias[o]
+			}
+		}
+	}
+	return out, nil
+}
+
+// rms is LlamaRMSNorm: w_i · x_i / sqrt(mean(x²) + eps).
+func rms(x, w []float64, eps float64) []float64 {
+	var sq float64
+	for _, v := range x {
+		sq += v * v
+	}
+	d := math.Sqrt(sq/float64(len(x)) + eps)
+	y := make([]float64, len(x))
+	for i := range x {
+		y[i] = w[i] * (x[i] / d)
+	}
+	return y
+}
+
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// logSoftmax returns (x − max) − log Σ exp(x − max).
+func logSoftmax(x []float64) []float64 {
+	top := math.Inf(-1)
+	for _, v := range x {
+		top = math.Max(top, v)
+	}
+	var z float64
+	for _, v := range x {
+		z += math.Exp(v - top)
+	}
+	lz := math.Log(z)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = (v - top) - lz
+	}
+	return out
+}

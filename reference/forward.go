@@ -1,0 +1,321 @@
+package reference
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/quant"
+)
+
+// workspace holds every buffer of one forward pass, reused across layers
+// and windows (grown when a longer window arrives). Shapes are for a window
+// of T tokens.
+type workspace struct {
+	T        int
+	x        []float64 // [T][C] residual stream
+	h        []float64 // [T][C] normed input of the current block; final norm output at the end
+	xin      []float64 // [T][max(C,H·D,I)] copy of a Linear's input for activation quantization
+	q        []float64 // [T][H·D]
+	k, v     []float64 // [T][KV·D]
+	att      []float64 // [T][H·D] attention output before o_proj
+	proj     []float64 // [T][C] o_proj / down_proj output
+	gate, up []float64 // [T][I]
+	scores   []float64 // [T][T] one head's scores, then probabilities
+	cos, sin []float64 // [T][D/2] RoPE tables
+	w        []float64 // [out·in] decoded weight of the current Linear
+	head     []float64 // [V][C] decoded untied lm_head (nil when tied)
+	logits   []float64 // [headChunk][V]
+}
+
+// headChunk is the number of positions whose logits are materialised at once.
+const headChunk = 64
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+func (ws *workspace) ensure(m *model, T int) {
+	d := m.dims
+	ws.T = T
+	ws.x = grow(ws.x, T*d.C)
+	ws.h = grow(ws.h, T*d.C)
+	ws.xin = grow(ws.xin, T*max(d.C, d.H*d.D, d.I))
+	ws.q = grow(ws.q, T*d.H*d.D)
+	ws.k = grow(ws.k, T*d.KV*d.D)
+	ws.v = grow(ws.v, T*d.KV*d.D)
+	ws.att = grow(ws.att, T*d.H*d.D)
+	ws.proj = grow(ws.proj, T*d.C)
+	ws.gate = grow(ws.gate, T*d.I)
+	ws.up = grow(ws.up, T*d.I)
+	ws.scores = grow(ws.scores, T*T)
+	ws.cos = grow(ws.cos, T*d.D/2)
+	ws.sin = grow(ws.sin, T*d.D/2)
+	ws.w = grow(ws.w, m.scratch)
+	ws.logits = grow(ws.logits, headChunk*d.V)
+}
+
+// probeFunc receives a copy-on-demand view of an activation [T][width].
+type probeFunc func(layer int, site string, data []float64, width int)
+
+// forward runs the decoder over ids and leaves the final-norm output in
+// ws.h. probe, when non-nil, is called at every arch Site.
+func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe probeFunc) error {
+	d := m.dims
+	T := len(ids)
+	ws.ensure(m, T)
+	if probe == nil {
+		probe = func(int, string, []float64, int) {}
+	}
+
+	// x = embed_tokens(input_ids)
+	for t, id := range ids {
+		copy(ws.x[t*d.C:(t+1)*d.C], m.embed[int(id)*d.C:(int(id)+1)*d.C])
+	}
+	probe(-1, arch.SiteEmbed, ws.x, d.C)
+
+	// RoPE tables: freqs = pos · inv_freq; cos/sin of emb = cat(freqs, freqs).
+	half := d.D / 2
+	for t := 0; t < T; t++ {
+		for i, f := range m.invFreq {
+			a := float64(t) * f
+			ws.cos[t*half+i] = math.Cos(a)
+			ws.sin[t*half+i] = math.Sin(a)
+		}
+	}
+
+	hd, kvd := d.H*d.D, d.KV*d.D
+	for li := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l := &m.layers[li]
+
+		// Attention block.
+		rmsNorm(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
+		probe(li, arch.SiteAttnNorm, ws.h, d.C)
+		if err := m.linear(ws, l.q, l.bq, ws.h, T, d.C, ws.q, hd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.k, l.bk, ws.h, T, d.C, ws.k, kvd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.v, l.bv, ws.h, T, d.C, ws.v, kvd); err != nil {
+			return err
+		}
+		if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
+			rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
+			rmsNorm(ws.k, ws.k, l.kNorm, T*d.KV, d.D, d.eps)
+		}
+		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
+		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
+		attention(ws, T, d)
+		if err := m.linear(ws, l.o, l.bo, ws.att, T, hd, ws.proj, d.C); err != nil {
+			return err
+		}
+		probe(li, arch.SiteAttnOut, ws.proj, d.C)
+		for i, v := range ws.proj[:T*d.C] {
+			ws.x[i] += v
+		}
+
+		// MLP block.
+		rmsNorm(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
+		probe(li, arch.SiteMLPNorm, ws.h, d.C)
+		if err := m.linear(ws, l.gate, nil, ws.h, T, d.C, ws.gate, d.I); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.up, nil, ws.h, T, d.C, ws.up, d.I); err != nil {
+			return err
+		}
+		for i, g := range ws.gate[:T*d.I] {
+			ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
+		}
+		if err := m.linear(ws, l.down, nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
+			return err
+		}
+		probe(li, arch.SiteMLPOut, ws.proj, d.C)
+		for i, v := range ws.proj[:T*d.C] {
+			ws.x[i] += v
+		}
+		probe(li, arch.SiteLayerOut, ws.x, d.C)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rmsNorm(ws.h, ws.x, m.norm, T, d.C, d.eps)
+	probe(-1, arch.SiteFinalNorm, ws.h, d.C)
+	return nil
+}
+
+// linear computes out[T][outW] = in[T][inW] · Wᵀ (+ bias), decoding W into
+// the scratch buffer and fake-quantizing a copy of in when l prescribes
+// activation quantization.
+func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float64, T, inW int, out []float64, outW int) error {
+	x := in[:T*inW]
+	if aq := l.InputQuantizer(); aq != nil {
+		x = ws.xin[:T*inW]
+		copy(x, in[:T*inW])
+		if err := aq.Quantize(x, T, inW); err != nil {
+			return fmt.Errorf("reference: %s: input quantization: %w", l.Module(), err)
+		}
+	}
+	w := ws.w[:outW*inW]
+	if err := l.Dequantize(w); err != nil {
+		return fmt.Errorf("reference: %s: %w", l.Module(), err)
+	}
+	gemmNT(T, outW, inW, x, inW, w, inW, out, outW)
+	if bias != nil {
+		for t := 0; t < T; t++ {
+			row := out[t*outW : (t+1)*outW]
+			for j, b := range bias {
+				row[j] += b
+			}
+		}
+	}
+	return nil
+}
+
+// gemmNT computes c[m][n] = a[m][k] · b[n][k]ᵀ with gonum's Dgemm.
+func gemmNT(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+}
+
+// gemmNN computes c[m][n] = a[m][k] · b[k][n] with gonum's Dgemm.
+func gemmNN(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	gonum.Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+}
+
+// rmsNorm is LlamaRMSNorm over rows of width n: dst = w ⊙ (x · 1/sqrt(mean(x²)+eps)).
+// dst may alias x.
+func rmsNorm(dst, x, w []float64, rows, n int, eps float64) {
+	for r := 0; r < rows; r++ {
+		xr := x[r*n : (r+1)*n]
+		var ss float64
+		for _, v := range xr {
+			ss += v * v
+		}
+		inv := 1 / math.Sqrt(ss/float64(n)+eps)
+		dr := dst[r*n : (r+1)*n]
+		for i, v := range xr {
+			dr[i] = w[i] * (v * inv)
+		}
+	}
+}
+
+// rope applies rotate-half RoPE in place to x [T][heads·D]:
+// x·cos + rotate_half(x)·sin with rotate_half(x) = cat(-x2, x1).
+func rope(x, cos, sin []float64, T, heads, D int) {
+	half := D / 2
+	for t := 0; t < T; t++ {
+		c := cos[t*half : (t+1)*half]
+		s := sin[t*half : (t+1)*half]
+		for h := 0; h < heads; h++ {
+			v := x[(t*heads+h)*D : (t*heads+h+1)*D]
+			for i := 0; i < half; i++ {
+				a, b := v[i], v[i+half]
+				v[i] = a*c[i] - b*s[i]
+				v[i+half] = b*c[i] + a*s[i]
+			}
+		}
+	}
+}
+
+// attention computes causal grouped-query attention: for each query head h
+// (key/value head g = h/(H/KV)), att_h = softmax(q_h·k_gᵀ/sqrt(D), causal)·v_g.
+// Row blocks of 64 queries only compute the key columns they can see.
+func attention(ws *workspace, T int, d dims) {
+	hd, kvd := d.H*d.D, d.KV*d.D
+	group := d.H / d.KV
+	scale := 1 / math.Sqrt(float64(d.D))
+	const rb = 64
+	for h := 0; h < d.H; h++ {
+		g := h / group
+		for r0 := 0; r0 < T; r0 += rb {
+			r1 := min(r0+rb, T)
+			n := r1 - r0
+			s := ws.scores[r0*T:]
+			gemmNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
+			for i := r0; i < r1; i++ {
+				row := ws.scores[i*T : i*T+r1]
+				mx := math.Inf(-1)
+				for j := 0; j <= i; j++ {
+					row[j] *= scale
+					mx = max(mx, row[j])
+				}
+				var sum float64
+				for j := 0; j <= i; j++ {
+					e := math.Exp(row[j] - mx)
+					row[j] = e
+					sum += e
+				}
+				for j := 0; j <= i; j++ {
+					row[j] /= sum
+				}
+				for j := i + 1; j < r1; j++ {
+					row[j] = 0
+				}
+			}
+			gemmNN(n, d.D, r1, s, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
+		}
+	}
+}
+
+// headRows computes log-probabilities for positions [lo, hi) from the final
+// norm output in ws.h, headChunk rows at a time, and calls fn with each row
+// (valid only during the call).
+func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func(pos int, lp []float64) error) error {
+	d := m.dims
+	w := m.embed
+	if m.head != nil {
+		ws.head = grow(ws.head, d.V*d.C)
+		if err := m.head.Dequantize(ws.head); err != nil {
+			return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+		}
+		w = ws.head
+	}
+	for r0 := lo; r0 < hi; r0 += headChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(headChunk, hi-r0)
+		gemmNT(n, d.V, d.C, ws.h[r0*d.C:], d.C, w, d.C, ws.logits, d.V)
+		for i := 0; i < n; i++ {
+			row := ws.logits[i*d.V : (i+1)*d.V]
+			if err := logSoftmax(row); err != nil {
+				return fmt.Errorf("reference: position %d: %w", r0+i, err)
+			}
+			if err := fn(r0+i, row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// logSoftmax replaces x by x − (max + log Σ exp(x − max)), as torch's
+// log_softmax, and fails on non-finite logits.
+func logSoftmax(x []float64) error {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("non-finite logit %v", v)
+		}
+		mx = max(mx, v)
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(v - mx)
+	}
+	lse := mx + math.Log(s)
+	for i, v := range x {
+		x[i] = v - lse
+	}
+	return nil
+}

@@ -1,0 +1,243 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// scatterChart builds the x-vs-metric chart.
+func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
+	var rep Report
+	colours, err := assignColours(models)
+	if err != nil {
+		return nil, rep, err
+	}
+	var fams []*series
+	byFam := map[string]*series{}
+	for i, m := range models {
+		txt, fam, tag := splitLabel(m.Label)
+		if !keep(m.Label, o.Mask) {
+			rep.Dropped = append(rep.Dropped, txt+": excluded by mask")
+			continue
+		}
+		x := m.BPW
+		if o.X == XVRAM {
+			x = m.VRAMGB
+		}
+		var y float64
+		switch o.Y {
+		case YPPL:
+			y = m.PPL
+		case YKLD:
+			if !m.HasKLD {
+				rep.Dropped = append(rep.Dropped, txt+": no KL divergence (no base model in its run)")
+				continue
+			}
+			y = m.KLD
+		}
+		switch {
+		case !finite(x) || x <= 0:
+			rep.Dropped = append(rep.Dropped, fmt.Sprintf("%s: no %s value (%v)", txt, o.X, x))
+			continue
+		case !finite(y):
+			rep.Dropped = append(rep.Dropped, fmt.Sprintf("%s: %s is %v", txt, o.Y, y))
+			continue
+		case o.LogY && y <= 0:
+			rep.Dropped = append(rep.Dropped, fmt.Sprintf("%s: %s %v cannot be drawn on a log axis", txt, o.Y, y))
+			continue
+		case o.MaxX > 0 && x > o.MaxX:
+			rep.Dropped = append(rep.Dropped, fmt.Sprintf("%s: x %.4g beyond max-x", txt, x))
+			continue
+		case o.MaxY > 0 && y > o.MaxY:
+			rep.Dropped = append(rep.Dropped, fmt.Sprintf("%s: y %.4g beyond max-y", txt, y))
+			continue
+		}
+		s := byFam[fam]
+		if s == nil {
+			s = &series{Family: fam, Colour: colours[fam]}
+			byFam[fam] = s
+			fams = append(fams, s)
+		}
+		c := s.Colour
+		if tag != "" {
+			c, _ = namedColour(tag)
+		}
+		s.Points = append(s.Points, point{Text: txt, X: x, Y: y, Model: i, Colour: c})
+	}
+	if len(fams) == 0 {
+		return nil, rep, fmt.Errorf("plot: no model has a plottable %s value (%d given, %d dropped)", o.Y, len(models), len(rep.Dropped))
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	for _, s := range fams {
+		sort.SliceStable(s.Points, func(a, b int) bool { return s.Points[a].X < s.Points[b].X })
+		for _, p := range s.Points {
+			xmin, xmax = math.Min(xmin, p.X), math.Max(xmax, p.X)
+			ymin, ymax = math.Min(ymin, p.Y), math.Max(ymax, p.Y)
+			rep.Points++
+		}
+	}
+
+	xlabel, ylabel := LabelBPW, LabelPPL
+	if o.X == XVRAM {
+		xlabel = LabelVRAM
+	}
+	if o.Y == YKLD {
+		ylabel = LabelKLD
+	}
+	if o.LogY {
+		ylabel += " (log scale)"
+	}
+	p := newPlot(th, xlabel, "")
+	p.X.Min, p.X.Max = padRange(xmin, xmax, 0.06, 0.08, false)
+	p.Y.Min, p.Y.Max = padRange(ymin, ymax, 0.07, 0.10, o.LogY)
+	p.X.Tick.Marker = linTicks{}
+	p.Y.Tick.Marker = linTicks{}
+	if o.LogY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+	}
+	sc := &scatterBody{series: fams, th: th}
+	p.Add(gridPlotter{th.grid}, sc)
+
+	title := o.Title
+	if title == "" {
+		title = fmt.Sprintf("%s vs %s", map[YAxis]string{YPPL: "Perplexity", YKLD: "KL divergence"}[o.Y],
+			map[XAxis]string{XBPW: "bits per weight", XVRAM: "VRAM"}[o.X])
+	}
+	ch := &chart{title: title, subtitle: o.Subtitle, plot: p, ylabel: ylabel, height: 8 * vg.Inch, body: sc}
+	for _, s := range fams {
+		ch.legend = append(ch.legend, legendEntry{name: s.Family, colour: s.Colour, line: len(s.Points) > 1})
+	}
+	return ch, rep, nil
+}
+
+// scatterBody draws the dotted family lines, the points and their labels.
+type scatterBody struct {
+	series []*series
+	th     theme
+	placed []placement // after Plot, for tests and Report
+}
+
+func (b *scatterBody) overlapCount() int {
+	n := 0
+	for _, p := range b.placed {
+		if p.Overlaps {
+			n++
+		}
+	}
+	return n
+}
+
+const (
+	markerR   = 4.0 // point marker radius, points
+	labelSize = 8.5 // point label font size, points
+)
+
+func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
+	tx, ty := plt.Transforms(&c)
+	th := b.th
+	// Dotted lines joining each family, sorted by x.
+	var segs []segment
+	for _, s := range b.series {
+		if len(s.Points) < 2 {
+			continue
+		}
+		pts := make([]vg.Point, len(s.Points))
+		for i, p := range s.Points {
+			pts[i] = vg.Point{X: tx(p.X), Y: ty(p.Y)}
+			if i > 0 {
+				segs = append(segs, segment{float64(pts[i-1].X), float64(pts[i-1].Y), float64(pts[i].X), float64(pts[i].Y)})
+			}
+		}
+		c.StrokeLines(draw.LineStyle{Color: s.Colour, Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(1.5), vg.Points(3)}}, pts)
+	}
+
+	// Labels: measure, then place.
+	nameSt := th.style(labelSize, false, th.ink)
+	valSt := th.style(labelSize, true, th.ink)
+	lineH := float64(nameSt.Height("Hg"))
+	var (
+		in   []labelInput
+		refs []point
+	)
+	for _, s := range b.series {
+		for _, p := range s.Points {
+			w := math.Max(float64(nameSt.Width(th.str(p.Text))), float64(valSt.Width(formatValue(p.Y)))) + 4
+			in = append(in, labelInput{X: float64(tx(p.X)), Y: float64(ty(p.Y)), W: w, H: 2*lineH + 2})
+			refs = append(refs, p)
+		}
+	}
+	bounds := rect{float64(c.Min.X) + 2, float64(c.Min.Y) + 2, float64(c.Max.X) - 2, float64(c.Max.Y) - 2}
+	b.placed = placeLabels(in, bounds, segs, layoutParams{MarkerR: markerR + 1, Gap: 3, Pad: 2, Rings: 16, Step: lineH * 0.9})
+
+	// Leader lines under everything else.
+	leader := draw.LineStyle{Color: color.RGBA{0xa0, 0xa4, 0xaa, 0xff}, Width: vg.Points(0.7)}
+	for i, pl := range b.placed {
+		if !pl.Leader {
+			continue
+		}
+		s := leaderSegment(in[i].X, in[i].Y, pl.Box)
+		// Start at the marker's edge.
+		dx, dy := s.X1-s.X0, s.Y1-s.Y0
+		d := math.Hypot(dx, dy)
+		if d <= markerR+1 {
+			continue
+		}
+		f := (markerR + 1) / d
+		c.StrokeLine2(leader, vg.Length(s.X0+dx*f), vg.Length(s.Y0+dy*f), vg.Length(s.X1), vg.Length(s.Y1))
+	}
+	// Label backgrounds, then the points (never hidden by a label that
+	// could not avoid them), then the text.
+	for _, pl := range b.placed {
+		box := pl.Box
+		c.FillPolygon(color.NRGBA{0xff, 0xff, 0xff, 0xc8}, []vg.Point{
+			{X: vg.Length(box.MinX), Y: vg.Length(box.MinY)}, {X: vg.Length(box.MaxX), Y: vg.Length(box.MinY)},
+			{X: vg.Length(box.MaxX), Y: vg.Length(box.MaxY)}, {X: vg.Length(box.MinX), Y: vg.Length(box.MaxY)},
+		})
+	}
+	// Points: filled circles with a white rim.
+	for _, p := range refs {
+		at := vg.Point{X: tx(p.X), Y: ty(p.Y)}
+		c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(markerR + 1.2), Shape: draw.CircleGlyph{}}, at)
+		c.DrawGlyph(draw.GlyphStyle{Color: p.Colour, Radius: vg.Points(markerR), Shape: draw.CircleGlyph{}}, at)
+	}
+	// Label text: name on top, value (bold, in the point's colour) below,
+	// centred in the box, over a translucent white background.
+	for i, pl := range b.placed {
+		p := refs[i]
+		box := pl.Box
+		cx := vg.Length((box.MinX + box.MaxX) / 2)
+		n := nameSt
+		n.XAlign, n.YAlign = draw.XCenter, draw.YTop
+		c.FillText(n, vg.Point{X: cx, Y: vg.Length(box.MaxY - 1)}, th.str(p.Text))
+		v := valSt
+		v.Color = darken(p.Colour)
+		v.XAlign, v.YAlign = draw.XCenter, draw.YBottom
+		c.FillText(v, vg.Point{X: cx, Y: vg.Length(box.MinY + 1)}, formatValue(p.Y))
+	}
+}
+
+// DataRange implements plot.DataRanger (axis ranges are set explicitly).
+func (b *scatterBody) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, ymin = math.Inf(1), math.Inf(1)
+	xmax, ymax = math.Inf(-1), math.Inf(-1)
+	for _, s := range b.series {
+		for _, p := range s.Points {
+			xmin, xmax = math.Min(xmin, p.X), math.Max(xmax, p.X)
+			ymin, ymax = math.Min(ymin, p.Y), math.Max(ymax, p.Y)
+		}
+	}
+	return
+}
+
+// darken returns c at 80% brightness, for text on white.
+func darken(c color.RGBA) color.RGBA {
+	return color.RGBA{uint8(float64(c.R) * 0.8), uint8(float64(c.G) * 0.8), uint8(float64(c.B) * 0.8), c.A}
+}

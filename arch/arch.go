@@ -1,0 +1,326 @@
+package arch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/qppl/qppl/checkpoint"
+)
+
+// ErrUnsupported is wrapped by every error of For.
+var ErrUnsupported = errors.New("unsupported architecture")
+
+// Tensor names shared by every layer-independent part of the model.
+const (
+	EmbedName     = "model.embed_tokens.weight"
+	FinalNormName = "model.norm.weight"
+	HeadModule    = "lm_head"
+	LMHeadName    = "lm_head.weight"
+)
+
+// Spec is one model's architecture resolved from its config.
+type Spec struct {
+	Config   *checkpoint.Config
+	Name     string // model_type
+	HeadDim  int
+	QKVBias  bool // qwen2, or attention_bias
+	QKNorm   bool // qwen3
+	TiedHead bool
+
+	// Copied from Config for convenience.
+	Vocab, Hidden, Intermediate, Layers, Heads, KVHeads int
+	Eps                                                 float64 // rms_norm_eps
+	// OBias reports a bias on o_proj (llama/qwen3 attention_bias).
+	OBias bool
+	// SlidingWindow is the attention window (mistral, or qwen with
+	// use_sliding_window), 0 for none. The backends compute full causal
+	// attention, which equals the windowed one only for contexts of at most
+	// SlidingWindow tokens: see CheckContext.
+	SlidingWindow int
+}
+
+// For resolves the architecture of cfg or says why it is unsupported.
+func For(cfg *checkpoint.Config) (*Spec, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: no config", ErrUnsupported)
+	}
+	s := &Spec{
+		Config: cfg, Name: cfg.ModelType, HeadDim: cfg.HeadDim, TiedHead: cfg.TieWordEmbeddings,
+		Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Intermediate: cfg.IntermediateSize,
+		Layers: cfg.NumHiddenLayers, Heads: cfg.NumAttentionHeads, KVHeads: cfg.NumKeyValueHeads,
+		Eps: cfg.RMSNormEps,
+	}
+	switch cfg.ModelType {
+	case "llama":
+		// LlamaAttention: bias on q, k, v and o when attention_bias.
+		s.QKVBias, s.OBias = cfg.AttentionBias, cfg.AttentionBias
+	case "mistral":
+		// Identical to llama without attention_bias.
+	case "qwen2":
+		// Identical to llama except for bias on q, k and v (never on o).
+		s.QKVBias = true
+	case "qwen3":
+		// Llama plus RMSNorm over each head of q and k before RoPE; head_dim
+		// from config.json; attention_bias on q, k, v and o.
+		s.QKNorm = true
+		s.QKVBias, s.OBias = cfg.AttentionBias, cfg.AttentionBias
+	default:
+		return nil, fmt.Errorf("%w: model_type %q (supported: %s)", ErrUnsupported, cfg.ModelType, strings.Join(checkpoint.SupportedModelTypes(), ", "))
+	}
+	if cfg.HiddenAct != "silu" {
+		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
+	}
+	s.SlidingWindow = cfg.SlidingWindow
+	if s.HeadDim <= 0 || s.HeadDim%2 != 0 {
+		return nil, fmt.Errorf("%w: head_dim %d must be positive and even", ErrUnsupported, s.HeadDim)
+	}
+	if s.Heads%s.KVHeads != 0 {
+		return nil, fmt.Errorf("%w: %d heads not divisible by %d key/value heads", ErrUnsupported, s.Heads, s.KVHeads)
+	}
+	if rs := cfg.RopeScaling; rs != nil {
+		switch rs.Type {
+		case "default", "linear", "llama3":
+		default:
+			return nil, fmt.Errorf("%w: rope_scaling type %q", ErrUnsupported, rs.Type)
+		}
+	}
+	return s, nil
+}
+
+// CheckContext reports whether windows of ctx tokens are evaluated exactly by
+// full causal attention: ctx must be positive and, when the model has a
+// sliding attention window, no longer than it. (Positions past
+// max_position_embeddings are allowed, as in transformers.)
+func (s *Spec) CheckContext(ctx int) error {
+	if ctx <= 0 {
+		return fmt.Errorf("arch: context length %d must be positive", ctx)
+	}
+	if s.SlidingWindow > 0 && ctx > s.SlidingWindow {
+		return fmt.Errorf("%w: %s: context %d exceeds the sliding attention window %d, which qppl does not implement", ErrUnsupported, s.Name, ctx, s.SlidingWindow)
+	}
+	return nil
+}
+
+// Layer holds the tensor names of decoder layer i. Linear modules are
+// module paths (append ".weight", ".bias", or a quantized format's suffixes);
+// norms and biases are full tensor names. Optional names are "" when the
+// architecture lacks them.
+type Layer struct {
+	Index                      int
+	Prefix                     string // "model.layers.%d."
+	AttnNorm                   string // input_layernorm.weight [hidden]
+	Q, K, V, O                 string // self_attn.{q,k,v,o}_proj
+	QBias, KBias, VBias, OBias string // self_attn.{q,k,v,o}_proj.bias
+	QNorm, KNorm               string // self_attn.{q,k}_norm.weight [head_dim] (qwen3)
+	MLPNorm                    string // post_attention_layernorm.weight [hidden]
+	Gate, Up, Down             string // mlp.{gate,up,down}_proj
+}
+
+// Layer returns the tensor names of decoder layer i.
+func (s *Spec) Layer(i int) Layer {
+	p := fmt.Sprintf("model.layers.%d.", i)
+	l := Layer{
+		Index: i, Prefix: p,
+		AttnNorm: p + "input_layernorm.weight",
+		Q:        p + "self_attn.q_proj", K: p + "self_attn.k_proj",
+		V: p + "self_attn.v_proj", O: p + "self_attn.o_proj",
+		MLPNorm: p + "post_attention_layernorm.weight",
+		Gate:    p + "mlp.gate_proj", Up: p + "mlp.up_proj", Down: p + "mlp.down_proj",
+	}
+	if s.QKVBias {
+		l.QBias, l.KBias, l.VBias = l.Q+".bias", l.K+".bias", l.V+".bias"
+	}
+	if s.OBias {
+		l.OBias = l.O + ".bias"
+	}
+	if s.QKNorm {
+		l.QNorm, l.KNorm = p+"self_attn.q_norm.weight", p+"self_attn.k_norm.weight"
+	}
+	return l
+}
+
+// Linear is one linear module: y = x·Wᵀ (+ b) with W of shape [Out, In].
+type Linear struct {
+	Module  string // path without ".weight"
+	Out, In int
+	Bias    bool
+}
+
+// LayerLinears returns the linear modules of layer i in forward order
+// (q, k, v, o, gate, up, down) with their logical shapes.
+func (s *Spec) LayerLinears(i int) []Linear {
+	l := s.Layer(i)
+	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	return []Linear{
+		{l.Q, q, s.Hidden, s.QKVBias},
+		{l.K, kv, s.Hidden, s.QKVBias},
+		{l.V, kv, s.Hidden, s.QKVBias},
+		{l.O, s.Hidden, q, s.OBias},
+		{l.Gate, s.Intermediate, s.Hidden, false},
+		{l.Up, s.Intermediate, s.Hidden, false},
+		{l.Down, s.Hidden, s.Intermediate, false},
+	}
+}
+
+// LayerModules returns the linear module paths of layer i (without
+// ".weight"), in forward order.
+func (s *Spec) LayerModules(i int) []string {
+	ls := s.LayerLinears(i)
+	out := make([]string, len(ls))
+	for k, l := range ls {
+		out[k] = l.Module
+	}
+	return out
+}
+
+// Head returns the output projection: module "lm_head" with shape
+// [vocab, hidden]. When the head is tied its weight is the embedding.
+func (s *Spec) Head() Linear { return Linear{HeadModule, s.Vocab, s.Hidden, false} }
+
+// HeadName returns the tensor holding the dense output projection weight:
+// lm_head.weight, or model.embed_tokens.weight when tie_word_embeddings is
+// set (transformers then ignores any lm_head.weight in the checkpoint).
+func (s *Spec) HeadName() string {
+	if s.TiedHead {
+		return EmbedName
+	}
+	return LMHeadName
+}
+
+// TensorShape is a tensor name with its expected shape.
+type TensorShape struct {
+	Name  string
+	Shape []int
+}
+
+// DenseTensors returns every tensor that stays dense in any supported
+// checkpoint format (embedding, norms, biases, q/k norms), in forward order,
+// with expected shapes. Linear weights are not included: their storage
+// depends on the quantization format.
+func (s *Spec) DenseTensors() []TensorShape {
+	out := []TensorShape{{EmbedName, []int{s.Vocab, s.Hidden}}}
+	for i := 0; i < s.Layers; i++ {
+		l := s.Layer(i)
+		q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+		out = append(out, TensorShape{l.AttnNorm, []int{s.Hidden}})
+		if s.QKVBias {
+			out = append(out, TensorShape{l.QBias, []int{q}}, TensorShape{l.KBias, []int{kv}}, TensorShape{l.VBias, []int{kv}})
+		}
+		if s.OBias {
+			out = append(out, TensorShape{l.OBias, []int{s.Hidden}})
+		}
+		if s.QKNorm {
+			out = append(out, TensorShape{l.QNorm, []int{s.HeadDim}}, TensorShape{l.KNorm, []int{s.HeadDim}})
+		}
+		out = append(out, TensorShape{l.MLPNorm, []int{s.Hidden}})
+	}
+	return append(out, TensorShape{FinalNormName, []int{s.Hidden}})
+}
+
+// DenseWeights returns DenseTensors plus the weight of every linear module
+// as an unquantized checkpoint stores it ([out, in]), and lm_head.weight
+// unless the head is tied: the full tensor list of a dense HF checkpoint.
+func (s *Spec) DenseWeights() []TensorShape {
+	out := s.DenseTensors()
+	for i := 0; i < s.Layers; i++ {
+		for _, l := range s.LayerLinears(i) {
+			out = append(out, TensorShape{l.Module + ".weight", []int{l.Out, l.In}})
+		}
+	}
+	if !s.TiedHead {
+		out = append(out, TensorShape{LMHeadName, []int{s.Vocab, s.Hidden}})
+	}
+	return out
+}
+
+// CheckDense verifies that m holds every tensor of DenseTensors with the
+// expected shape and a float dtype, naming the first one missing or wrong.
+func (s *Spec) CheckDense(m *checkpoint.Model) error {
+	for _, ts := range s.DenseTensors() {
+		if err := checkTensor(m, ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckTensor verifies that m holds the tensor ts.Name with shape ts.Shape.
+func CheckTensor(m *checkpoint.Model, ts TensorShape) error { return checkTensor(m, ts) }
+
+func checkTensor(m *checkpoint.Model, ts TensorShape) error {
+	ti, ok := m.Tensor(ts.Name)
+	if !ok {
+		return fmt.Errorf("%w: %s: tensor %q is missing", checkpoint.ErrNotFound, m.Dir, ts.Name)
+	}
+	if !equalShape(ti.Shape, ts.Shape) {
+		return fmt.Errorf("%w: %s: tensor %q has shape %v, want %v from config.json", checkpoint.ErrFormat, ti.File, ts.Name, ti.Shape, ts.Shape)
+	}
+	return nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// RopeInvFreq returns the HeadDim/2 rotary inverse frequencies in float64,
+// exactly as transformers' rope initialisation functions define them:
+//
+//	default: inv_freq[i] = 1 / theta^(2i/dim)          (_compute_default_rope_parameters)
+//	linear:  inv_freq[i] / factor                       (_compute_linear_scaling_rope_parameters)
+//	llama3:  wavelen = 2π/inv_freq; wavelen > old/low_freq_factor → inv_freq/factor;
+//	         wavelen < old/high_freq_factor → inv_freq; otherwise
+//	         (1-smooth)·inv_freq/factor + smooth·inv_freq with
+//	         smooth = (old/wavelen - low_freq_factor)/(high_freq_factor - low_freq_factor)
+//	                                                    (_compute_llama3_parameters)
+//
+// with dim = head_dim and old = original_max_position_embeddings. The
+// attention scaling of these three types is 1.
+func (s *Spec) RopeInvFreq() []float64 {
+	return RopeInvFreq(s.HeadDim, s.Config.RopeTheta, s.Config.RopeScaling)
+}
+
+// RopeInvFreq computes the inverse frequencies for head dimension dim (see
+// Spec.RopeInvFreq). rs may be nil (default).
+func RopeInvFreq(dim int, theta float64, rs *checkpoint.RopeScaling) []float64 {
+	inv := make([]float64, dim/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(dim))
+	}
+	if rs == nil {
+		return inv
+	}
+	switch rs.Type {
+	case "linear":
+		for i := range inv {
+			inv[i] /= rs.Factor
+		}
+	case "llama3":
+		old := float64(rs.OriginalMaxPositionEmbeddings)
+		lowWavelen := old / rs.LowFreqFactor
+		highWavelen := old / rs.HighFreqFactor
+		for i, f := range inv {
+			wavelen := 2 * math.Pi / f
+			scaled := f
+			if wavelen > lowWavelen {
+				scaled = f / rs.Factor
+			}
+			// Medium frequencies: neither wavelen < high nor wavelen > low.
+			if !(wavelen < highWavelen) && !(wavelen > lowWavelen) {
+				smooth := (old/wavelen - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
+				scaled = (1-smooth)*scaled/rs.Factor + smooth*scaled
+			}
+			inv[i] = scaled
+		}
+	}
+	return inv
+}

@@ -1,0 +1,17 @@
+package arch
+
+// Probe sites (Point.Site values), in forward order within a layer.
+const (
+	SiteEmbed     = "embed"      // layer -1: token embeddings
+	SiteAttnNorm  = "attn_norm"  // input_layernorm output
+	SiteAttnOut   = "attn_out"   // o_proj output
+	SiteMLPNorm   = "mlp_norm"   // post_attention_layernorm output
+	SiteMLPOut    = "mlp_out"    // down_proj output
+	SiteLayerOut  = "layer_out"  // residual stream after the layer
+	SiteFinalNorm = "final_norm" // layer -1: model.norm output
+)
+
+// LayerSites returns the per-layer probe sites in forward order.
+func LayerSites() []string {
+	return []string{SiteAttnNorm, SiteAttnOut, SiteMLPNorm, SiteMLPOut, SiteLayerOut}
+}

@@ -1,0 +1,247 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// File names of a Hugging Face model directory.
+const (
+	ConfigFile      = "config.json"
+	SafetensorsFile = "model.safetensors"
+	IndexFile       = "model.safetensors.index.json"
+)
+
+// Model is a checkpoint directory: config.json plus its safetensors shards.
+// The shard files stay open (read through io.ReaderAt) until Close.
+type Model struct {
+	Dir    string
+	Config *Config
+
+	files   []*File // in shard order
+	closers []io.Closer
+	tensors map[string]TensorInfo
+	owner   map[string]*File
+	names   []string
+}
+
+// OpenDir opens a model directory: config.json and either model.safetensors
+// or model.safetensors.index.json with its shards. Every header is
+// validated; no tensor data is read.
+func OpenDir(dir string) (*Model, error) {
+	cfgPath := filepath.Join(dir, ConfigFile)
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: no %s in the model directory", ErrNotFound, cfgPath, ConfigFile)
+		}
+		return nil, fmt.Errorf("reading %s: %w", cfgPath, err)
+	}
+	cfg, err := ParseConfig(data, cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Dir: dir, Config: cfg, tensors: make(map[string]TensorInfo), owner: make(map[string]*File)}
+	if err := m.openTensors(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) openTensors() error {
+	single := filepath.Join(m.Dir, SafetensorsFile)
+	if _, err := os.Stat(single); err == nil {
+		f, err := m.openFile(single)
+		if err != nil {
+			return err
+		}
+		for _, n := range f.names {
+			m.tensors[n] = f.tensors[n]
+			m.owner[n] = f
+		}
+		m.names = f.Names()
+		return nil
+	}
+	idxPath := filepath.Join(m.Dir, IndexFile)
+	data, err := os.ReadFile(idxPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %s: neither %s nor %s", ErrNotFound, m.Dir, SafetensorsFile, IndexFile)
+		}
+		return fmt.Errorf("reading %s: %w", idxPath, err)
+	}
+	idx, err := ParseIndex(data, idxPath)
+	if err != nil {
+		return err
+	}
+	byShard := make(map[string]*File)
+	for _, shard := range idx.Shards() {
+		f, err := m.openFile(filepath.Join(m.Dir, shard))
+		if err != nil {
+			return err
+		}
+		byShard[shard] = f
+		for _, n := range f.names {
+			if prev, dup := m.owner[n]; dup {
+				return fmt.Errorf("%w: %s: tensor %q is in both %s and %s", ErrFormat, idxPath, n, prev.name, f.name)
+			}
+			m.tensors[n] = f.tensors[n]
+			m.owner[n] = f
+		}
+	}
+	for _, n := range sortedKeys(idx.WeightMap) {
+		shard := idx.WeightMap[n]
+		if _, ok := byShard[shard].tensors[n]; !ok {
+			return fmt.Errorf("%w: %s: tensor %q mapped to %s is not in that shard", ErrFormat, idxPath, n, shard)
+		}
+	}
+	m.names = sortedKeys(m.tensors)
+	return nil
+}
+
+func (m *Model) openFile(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrNotFound, path, err)
+		}
+		return nil, err
+	}
+	m.closers = append(m.closers, fh)
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s: not a regular file", ErrFormat, path)
+	}
+	f, err := Open(fh, st.Size(), path)
+	if err != nil {
+		return nil, err
+	}
+	m.files = append(m.files, f)
+	return f, nil
+}
+
+// Files returns the safetensors files, in shard order.
+func (m *Model) Files() []*File { return append([]*File(nil), m.files...) }
+
+// Tensor returns the description of a tensor.
+func (m *Model) Tensor(name string) (TensorInfo, bool) {
+	t, ok := m.tensors[name]
+	return t, ok
+}
+
+// Has reports whether the checkpoint holds the named tensor.
+func (m *Model) Has(name string) bool { _, ok := m.tensors[name]; return ok }
+
+// Names returns all tensor names, sorted.
+func (m *Model) Names() []string { return append([]string(nil), m.names...) }
+
+// TotalBytes returns the sum of all tensor sizes.
+func (m *Model) TotalBytes() int64 {
+	var s int64
+	for _, t := range m.tensors {
+		s += t.Size
+	}
+	return s
+}
+
+func (m *Model) lookup(name string) (*File, error) {
+	f, ok := m.owner[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: tensor %q is not in the checkpoint", ErrNotFound, m.Dir, name)
+	}
+	return f, nil
+}
+
+// ReadRaw returns the raw little-endian bytes of a tensor.
+func (m *Model) ReadRaw(name string) ([]byte, error) {
+	f, err := m.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.ReadRaw(name)
+}
+
+// Section returns a reader over a tensor's bytes, for streaming.
+func (m *Model) Section(name string) (*io.SectionReader, error) {
+	f, err := m.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Section(name)
+}
+
+// ReadFloat64 decodes a tensor of a float or integer dtype exactly into
+// float64, returning its values (row-major) and shape.
+func (m *Model) ReadFloat64(name string) ([]float64, []int, error) {
+	f, err := m.lookup(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.ReadFloat64(name)
+}
+
+// Close closes the shard files. It is safe to call more than once.
+func (m *Model) Close() error {
+	var first error
+	for _, c := range m.closers {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.closers = nil
+	return first
+}
+
+// Index is model.safetensors.index.json.
+type Index struct {
+	Metadata  map[string]any    `json:"metadata"`
+	WeightMap map[string]string `json:"weight_map"`
+}
+
+// Shards returns the distinct shard file names, sorted.
+func (ix *Index) Shards() []string {
+	set := make(map[string]bool)
+	for _, s := range ix.WeightMap {
+		set[s] = true
+	}
+	return sortedKeys(set)
+}
+
+// ParseIndex parses and checks a shard index: a non-empty weight_map whose
+// shard names are plain file names inside the model directory.
+func ParseIndex(data []byte, name string) (*Index, error) {
+	var ix Index
+	if err := json.Unmarshal(data, &ix); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
+	}
+	if len(ix.WeightMap) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty or missing weight_map", ErrFormat, name)
+	}
+	for _, t := range sortedKeys(ix.WeightMap) {
+		s := ix.WeightMap[t]
+		if s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\`) || strings.ContainsRune(s, 0) {
+			return nil, fmt.Errorf("%w: %s: tensor %q: shard %q is not a plain file name", ErrFormat, name, t, s)
+		}
+	}
+	return &ix, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,158 @@
+package tokenizer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// shared is ../shared relative to the repository root.
+var shared = filepath.Join("..", "..", "shared")
+
+func loadShared(t testing.TB, name string) *Tokenizer {
+	t.Helper()
+	p := filepath.Join(shared, "tokenizers", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared tokenizer not found: %v", err)
+	}
+	tk, err := Load(p)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", p, err)
+	}
+	return tk
+}
+
+func readShared(t testing.TB, rel ...string) []byte {
+	t.Helper()
+	p := filepath.Join(append([]string{shared}, rel...)...)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Skipf("shared file not found: %v", err)
+	}
+	return b
+}
+
+func readI32(t testing.TB, rel ...string) []int32 {
+	t.Helper()
+	b := readShared(t, rel...)
+	if len(b)%4 != 0 {
+		t.Fatalf("%s: length %d not a multiple of 4", filepath.Join(rel...), len(b))
+	}
+	out := make([]int32, len(b)/4)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// firstDiff describes the first difference between got and want ids.
+func firstDiff(tk *Tokenizer, got, want []int32) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	if i == len(got) && i == len(want) {
+		return ""
+	}
+	lo, hi := max(i-8, 0), i+8
+	win := func(ids []int32) string {
+		h := min(hi, len(ids))
+		if lo >= h {
+			return "[]"
+		}
+		var toks []string
+		for _, id := range ids[lo:h] {
+			s, _ := tk.IDToToken(id)
+			toks = append(toks, fmt.Sprintf("%d:%q", id, s))
+		}
+		return strings.Join(toks, " ")
+	}
+	ctxText := tk.Decode(want[lo:min(hi, len(want))], false)
+	return fmt.Sprintf("len got %d want %d; first difference at index %d\n got  %s\n want %s\n text around: %q",
+		len(got), len(want), i, win(got), win(want), ctxText)
+}
+
+var goldenTokenizers = []string{"llama3", "mistral", "gpt2"}
+
+func TestGoldenCorpus(t *testing.T) {
+	text := string(readShared(t, "data", "wikitext-2-raw-v1", "test.joined.txt"))
+	for _, name := range goldenTokenizers {
+		t.Run(name, func(t *testing.T) {
+			tk := loadShared(t, name)
+			for _, special := range []int{0, 1} {
+				want := readI32(t, "golden", "tokens", fmt.Sprintf("%s.test-joined.special%d.i32", name, special))
+				got := tk.Encode(text, special == 1)
+				if d := firstDiff(tk, got, want); d != "" {
+					t.Errorf("special=%d: %s", special, d)
+				}
+			}
+		})
+	}
+}
+
+// vocabTests splits inputs.txt: each string is followed by the line
+// "__ggml_vocab_test__"; the newline before that line is not part of the
+// string.
+func vocabTests(t *testing.T) []string {
+	b := string(readShared(t, "golden", "vocab-tests", "inputs.txt"))
+	parts := strings.Split(b, "\n__ggml_vocab_test__\n")
+	if last := parts[len(parts)-1]; last != "" {
+		t.Fatalf("inputs.txt does not end with a separator: %q", last)
+	}
+	return parts[:len(parts)-1]
+}
+
+func TestGoldenVocab(t *testing.T) {
+	inputs := vocabTests(t)
+	if len(inputs) != 46 {
+		t.Fatalf("inputs.txt: %d strings, want 46", len(inputs))
+	}
+	for _, name := range goldenTokenizers {
+		t.Run(name, func(t *testing.T) {
+			tk := loadShared(t, name)
+			lines := strings.Split(strings.TrimSuffix(string(readShared(t, "golden", "vocab-tests", name+".out")), "\n"), "\n")
+			if len(lines) != len(inputs) {
+				t.Fatalf("%s.out: %d lines for %d inputs", name, len(lines), len(inputs))
+			}
+			for i, in := range inputs {
+				var want []int32
+				for _, f := range strings.Fields(lines[i]) {
+					v, err := strconv.ParseInt(f, 10, 32)
+					if err != nil {
+						t.Fatalf("%s.out line %d: %v", name, i+1, err)
+					}
+					want = append(want, int32(v))
+				}
+				got := tk.Encode(in, false)
+				if d := firstDiff(tk, got, want); d != "" {
+					t.Errorf("input %d %q: %s", i, in, d)
+				}
+			}
+		})
+	}
+}
+
+func TestRoundTripCorpus(t *testing.T) {
+	text := string(readShared(t, "data", "wikitext-2-raw-v1", "test.joined.txt"))
+	for _, name := range []string{"llama3", "mistral", "gpt2", "qwen3", "smollm2"} {
+		t.Run(name, func(t *testing.T) {
+			tk := loadShared(t, name)
+			ids := tk.Encode(text, false)
+			if len(ids) < len(text)/8 {
+				t.Fatalf("%d ids for %d bytes", len(ids), len(text))
+			}
+			if got := tk.Decode(ids, false); got != text {
+				i := 0
+				for i < len(got) && i < len(text) && got[i] == text[i] {
+					i++
+				}
+				t.Fatalf("Decode(Encode(corpus)) differs at byte %d: got %q want %q", i,
+					got[i:min(i+40, len(got))], text[i:min(i+40, len(text))])
+			}
+		})
+	}
+}

@@ -57,7 +57,11 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 }
 
 func newBackend(cfg *checkpoint.Config, src source) (*Backend, error) {
-	mod, err := bind(cfg, src)
+	spec, err := arch.For(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	mod, err := bind(spec, src)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +93,9 @@ func (b *Backend) check(w backends.Window) error {
 	}
 	if len(w.Tokens) == 0 {
 		return fmt.Errorf("reference: window %d is empty", w.Index)
+	}
+	if err := b.m.spec.CheckContext(len(w.Tokens)); err != nil {
+		return fmt.Errorf("reference: window %d: %w", w.Index, err)
 	}
 	for p, id := range w.Tokens {
 		if id < 0 || int(id) >= b.m.V {

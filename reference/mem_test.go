@@ -71,7 +71,7 @@ func testConfigs() map[string]*checkpoint.Config {
 	base := func(mt string) *checkpoint.Config {
 		return &checkpoint.Config{
 			ModelType: mt, VocabSize: 37, HiddenSize: 16, IntermediateSize: 24,
-			NumHiddenLayers: 2, NumAttentionHeads: 4, NumKeyValueHeads: 2,
+			NumHiddenLayers: 2, NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 4,
 			MaxPositionEmbeddings: 128, RMSNormEps: 1e-6, RopeTheta: 10000,
 			TieWordEmbeddings: true, HiddenAct: "silu", BOSTokenID: -1, EOSTokenID: -1,
 		}

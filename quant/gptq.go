@@ -1,0 +1,214 @@
+package quant
+
+import "fmt"
+
+// GPTQ is an AutoGPTQ/GPTQModel weight (formats.md §4):
+// W[o,i] = Scales[g*Out+o] * (u[i,o] - z[g,o]) with g = GIdx[i], u the
+// unsigned Bits-bit field of QWeight packed along in, z the zero point
+// (stored field + 1 for checkpoint_format gptq v1, the field itself for v2).
+// The product is exact in float64 (no rounding).
+type GPTQ struct {
+	Base
+	Bits       int       // 2, 4 or 8
+	GroupSize  int       // In when the config says -1
+	Groups     int       // ceil(In/GroupSize)
+	V2         bool      // gptq_v2: zeros stored without the v1 off-by-one
+	QWeight    []uint32  // [In*Bits/32][Out]: word [j,o] field k = u[j*(32/Bits)+k, o]
+	QZeros     []uint32  // [Groups][Out*Bits/32]: word [g,j] field k = stored zero of column j*(32/Bits)+k
+	Scales     []float64 // [Groups][Out]
+	ScaleDType string
+	GIdx       []int32 // [In]
+}
+
+func (q *GPTQ) zero(g, o int) int {
+	per := 32 / q.Bits
+	w := q.QZeros[g*(q.Out/per)+o/per]
+	z := int(w>>(uint(o%per)*uint(q.Bits))) & (1<<q.Bits - 1)
+	if !q.V2 {
+		z++
+	}
+	return z
+}
+
+// Dequantize implements Linear.
+func (q *GPTQ) Dequantize(dst []float64) error {
+	if err := q.checkDst(dst); err != nil {
+		return err
+	}
+	per := 32 / q.Bits
+	mask := uint32(1)<<q.Bits - 1
+	for i := 0; i < q.In; i++ {
+		g := int(q.GIdx[i])
+		row := q.QWeight[(i/per)*q.Out:]
+		sh := uint(i%per) * uint(q.Bits)
+		for o := 0; o < q.Out; o++ {
+			u := int(row[o] >> sh & mask)
+			dst[o*q.In+i] = q.Scales[g*q.Out+o] * float64(u-q.zero(g, o))
+		}
+	}
+	return q.checkFinite(dst)
+}
+
+func openGPTQ(t tensors, c *GPTQConfig) (*GPTQ, error) {
+	qti, err := t.get("qweight", "I32")
+	if err != nil {
+		return nil, err
+	}
+	per := 32 / c.Bits
+	if len(qti.Shape) != 2 {
+		return nil, t.errf(qti, "shape %v, want [in*bits/32, out]", qti.Shape)
+	}
+	in, out := qti.Shape[0]*per, qti.Shape[1]
+	gs := c.GroupSize
+	if gs == -1 {
+		gs = in
+	}
+	if in > gs && in%gs != 0 {
+		return nil, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, gs, in)
+	}
+	if out%per != 0 {
+		return nil, t.errf(qti, "out_features %d is not a multiple of %d (qzeros packing)", out, per)
+	}
+	groups := (in + gs - 1) / gs
+	zti, err := t.get("qzeros", "I32")
+	if err != nil {
+		return nil, err
+	}
+	if err := t.shape(zti, groups, out/per); err != nil {
+		return nil, err
+	}
+	sti, err := t.get("scales", "F16", "BF16", "F32")
+	if err != nil {
+		return nil, err
+	}
+	if err := t.shape(sti, groups, out); err != nil {
+		return nil, err
+	}
+	q := &GPTQ{Bits: c.Bits, GroupSize: gs, Groups: groups, V2: c.V2, ScaleDType: string(sti.DType)}
+	if q.QWeight, err = t.words(qti); err != nil {
+		return nil, err
+	}
+	if q.QZeros, err = t.words(zti); err != nil {
+		return nil, err
+	}
+	if q.Scales, err = t.scales(sti); err != nil {
+		return nil, err
+	}
+	if t.has("g_idx") {
+		gti, err := t.get("g_idx", "I32", "I64")
+		if err != nil {
+			return nil, err
+		}
+		if err := t.shape(gti, in); err != nil {
+			return nil, err
+		}
+		gv, err := t.ints(gti)
+		if err != nil {
+			return nil, err
+		}
+		if q.GIdx, err = checkGIdx(gv, in, gs, groups); err != nil {
+			return nil, t.errf(gti, "%v", err)
+		}
+	}
+	if q.GIdx == nil {
+		q.GIdx = make([]int32, in)
+		for i := range q.GIdx {
+			q.GIdx[i] = int32(i / gs)
+		}
+	}
+	ver := "v1"
+	if c.V2 {
+		ver = "v2"
+	}
+	q.Base = Base{Out: out, In: in, FileName: qti.File,
+		Fmt: fmt.Sprintf("gptq-int%d-g%d-%s", c.Bits, c.GroupSize, ver)}
+	if c.DescAct {
+		q.Fmt += "-actorder"
+	}
+	q.Name, q.Bytes = t.module, storedBytes(t.src, t.module)
+	return q, nil
+}
+
+// AWQ is an AutoAWQ GEMM weight (formats.md §4): W[o,i] = (u[i,o] -
+// z[i/GroupSize,o]) * Scales[(i/GroupSize)*Out+o], u and z unsigned 4-bit,
+// column 8j+c of a word row at nibble AWQReverseOrder[c]. Exact in float64.
+type AWQ struct {
+	Base
+	GroupSize  int
+	Groups     int       // In/GroupSize
+	QWeight    []uint32  // [In][Out/8]
+	QZeros     []uint32  // [Groups][Out/8]
+	Scales     []float64 // [Groups][Out]
+	ScaleDType string
+}
+
+// AWQOrder is the column stored at nibble k of an AWQ word; AWQReverseOrder
+// is its inverse (the nibble holding column c).
+var (
+	AWQOrder        = [8]int{0, 2, 4, 6, 1, 3, 5, 7}
+	AWQReverseOrder = [8]int{0, 4, 1, 5, 2, 6, 3, 7}
+)
+
+func awqField(words []uint32, o int) int {
+	return int(words[o/8]>>(uint(AWQReverseOrder[o%8])*4)) & 0xF
+}
+
+// Dequantize implements Linear.
+func (a *AWQ) Dequantize(dst []float64) error {
+	if err := a.checkDst(dst); err != nil {
+		return err
+	}
+	w8 := a.Out / 8
+	for i := 0; i < a.In; i++ {
+		g := i / a.GroupSize
+		row := a.QWeight[i*w8 : (i+1)*w8]
+		zrow := a.QZeros[g*w8 : (g+1)*w8]
+		for o := 0; o < a.Out; o++ {
+			dst[o*a.In+i] = float64(awqField(row, o)-awqField(zrow, o)) * a.Scales[g*a.Out+o]
+		}
+	}
+	return a.checkFinite(dst)
+}
+
+func openAWQ(t tensors, c *AWQConfig) (*AWQ, error) {
+	qti, err := t.get("qweight", "I32")
+	if err != nil {
+		return nil, err
+	}
+	if len(qti.Shape) != 2 {
+		return nil, t.errf(qti, "shape %v, want [in, out/8]", qti.Shape)
+	}
+	in, out := qti.Shape[0], qti.Shape[1]*8
+	gs := c.GroupSize
+	if in%gs != 0 {
+		return nil, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, gs, in)
+	}
+	groups := in / gs
+	zti, err := t.get("qzeros", "I32")
+	if err != nil {
+		return nil, err
+	}
+	if err := t.shape(zti, groups, out/8); err != nil {
+		return nil, err
+	}
+	sti, err := t.get("scales", "F16", "BF16", "F32")
+	if err != nil {
+		return nil, err
+	}
+	if err := t.shape(sti, groups, out); err != nil {
+		return nil, err
+	}
+	a := &AWQ{GroupSize: gs, Groups: groups, ScaleDType: string(sti.DType)}
+	if a.QWeight, err = t.words(qti); err != nil {
+		return nil, err
+	}
+	if a.QZeros, err = t.words(zti); err != nil {
+		return nil, err
+	}
+	if a.Scales, err = t.scales(sti); err != nil {
+		return nil, err
+	}
+	a.Base = Base{Name: t.module, Out: out, In: in, FileName: qti.File,
+		Fmt: fmt.Sprintf("awq-int4-g%d", gs), Bytes: storedBytes(t.src, t.module)}
+	return a, nil
+}

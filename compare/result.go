@@ -60,6 +60,13 @@ type Result struct {
 	// NLLMeanSE is the standard error of NLLMean over tokens.
 	NLLMeanSE float64 `json:"nll_mean_se"`
 
+	// HFGuidePPL is the perplexity exactly as the Hugging Face guide's loop
+	// accumulates it (each window's mean NLL weighted by its number of valid
+	// labels minus one, a quirk that under-weights every window but the
+	// first by one token); only for method "hf-strided". PPL is the exact
+	// pooled value over the same tokens.
+	HFGuidePPL float64 `json:"hf_guide_ppl,omitempty"`
+
 	// LMEval holds lm-eval's corpus-level metrics; only for method "lm-eval".
 	LMEval *LMEvalMetrics `json:"lm_eval,omitempty"`
 

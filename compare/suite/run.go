@@ -160,15 +160,15 @@ func Run(ctx context.Context, data *Data, models []ModelSpec, ev Evaluator, o Op
 // applyOverrides applies compare_q's override_bpw_layer/head and
 // override_vram_bits; it reports whether any was set.
 func applyOverrides(r *compare.Result, m ModelSpec) bool {
-	any := false
+	set := false
 	if m.OverrideBPWLayer != nil {
-		r.BPWLayer, any = *m.OverrideBPWLayer, true
+		r.BPWLayer, set = *m.OverrideBPWLayer, true
 	}
 	if m.OverrideBPWHead != nil {
-		r.BPWHead, any = *m.OverrideBPWHead, true
+		r.BPWHead, set = *m.OverrideBPWHead, true
 	}
 	if m.OverrideVRAMBits != nil {
-		r.VRAMGB, any = *m.OverrideVRAMBits/8/math.Pow(1024, 3), true
+		r.VRAMGB, set = *m.OverrideVRAMBits/8/math.Pow(1024, 3), true
 	}
-	return any
+	return set
 }

@@ -20,6 +20,12 @@ type bpe struct {
 	prefix      string     // continuing_subword_prefix
 	suffix      string     // end_of_word_suffix
 	ignoreMerge bool
+	// splitMeta: no vocabulary token contains U+2581 after another
+	// character, so a word can be cut before every U+2581 that follows
+	// another character without changing the result (no merge can cross
+	// the cut). SentencePiece-style files tokenize whole texts as one word;
+	// the cut makes that linear and lets the word cache work.
+	splitMeta bool
 
 	mu    sync.RWMutex
 	cache map[string][]int32
@@ -50,18 +56,23 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c bpeJSON
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, err
-	}
-	if typ == "" && !isNull(c.Merges) {
-		typ = "BPE" // old files leave the type out
+	if typ == "" {
+		var probe struct {
+			Merges json.RawMessage `json:"merges"`
+		}
+		if err := json.Unmarshal(raw, &probe); err == nil && !isNull(probe.Merges) {
+			typ = "BPE" // old files leave the type out
+		}
 	}
 	if typ != "BPE" {
 		if typ == "" {
 			return nil, errors.New(`missing "type"`)
 		}
 		return nil, fmt.Errorf("unsupported model type %q (only BPE is implemented)", typ)
+	}
+	var c bpeJSON
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("BPE: %w", err)
 	}
 	if c.Vocab == nil {
 		return nil, errors.New(`BPE: missing "vocab"`)
@@ -98,6 +109,26 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 		m.byteIDs[b] = -1
 		if id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
 			m.byteIDs[b] = id
+		}
+	}
+	if _, ok := m.vocab[metaspace]; ok && m.prefix == "" && m.suffix == "" {
+		m.splitMeta = true
+		for tok := range m.vocab {
+			// Every U+2581 of the token must start it or follow another.
+			for j := strings.Index(tok, metaspace); j >= 0; {
+				if j > 0 && !strings.HasSuffix(tok[:j], metaspace) {
+					m.splitMeta = false
+					break
+				}
+				k := strings.Index(tok[j+len(metaspace):], metaspace)
+				if k < 0 {
+					break
+				}
+				j += len(metaspace) + k
+			}
+			if !m.splitMeta {
+				break
+			}
 		}
 	}
 	pairs, err := parseMerges(c.Merges)
@@ -171,6 +202,29 @@ func (m *bpe) tokenize(w string, out []int32) []int32 {
 			return append(out, id)
 		}
 	}
+	if m.splitMeta && len(w) > 2*len(metaspace) {
+		start := 0
+		for i := len(metaspace); i < len(w); {
+			j := strings.Index(w[i:], metaspace)
+			if j < 0 {
+				break
+			}
+			i += j
+			if !strings.HasSuffix(w[:i], metaspace) {
+				out = m.tokenizeCached(w[start:i], out)
+				start = i
+			}
+			i += len(metaspace)
+		}
+		return m.tokenizeCached(w[start:], out)
+	}
+	return m.tokenizeCached(w, out)
+}
+
+const metaspace = "\u2581"
+
+// tokenizeCached appends the ids of w, through the word cache.
+func (m *bpe) tokenizeCached(w string, out []int32) []int32 {
 	cacheable := len(w) <= cacheWordMax
 	if cacheable {
 		m.mu.RLock()
@@ -376,3 +430,10 @@ func (m *bpe) merge(w string, out []int32) []int32 {
 }
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// resetCache empties the word cache (benchmarks measure cold encodes).
+func (m *bpe) resetCache() {
+	m.mu.Lock()
+	m.cache = make(map[string][]int32)
+	m.mu.Unlock()
+}

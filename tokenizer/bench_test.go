@@ -1,0 +1,42 @@
+package tokenizer
+
+import (
+	"testing"
+)
+
+// BenchmarkEncode_WikiText2 encodes the whole WikiText-2 test corpus
+// (test.joined.txt, 1.3 MB) with add_special_tokens=true, each iteration
+// with a cold word cache (as a freshly loaded tokenizer would).
+func BenchmarkEncode_WikiText2(b *testing.B) {
+	text := string(readShared(b, "data", "wikitext-2-raw-v1", "test.joined.txt"))
+	for _, name := range goldenTokenizers {
+		b.Run(name, func(b *testing.B) {
+			tk := loadShared(b, name)
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			var n int
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				tk.model.resetCache()
+				b.StartTimer()
+				n = len(tk.Encode(text, true))
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/corpus")
+			b.ReportMetric(float64(n), "tokens")
+		})
+	}
+}
+
+// BenchmarkLoad measures reading and building a tokenizer.json.
+func BenchmarkLoad(b *testing.B) {
+	for _, name := range goldenTokenizers {
+		b.Run(name, func(b *testing.B) {
+			loadShared(b, name)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				loadShared(b, name)
+			}
+		})
+	}
+}

@@ -1,0 +1,151 @@
+// Package device is the small interface between the CUDA backend's
+// orchestration (package backends/cuda) and the two things that can run its
+// kernels: the real GPU (package backends/cuda/gpu, build tag cuda) and the
+// CPU emulator (package backends/cuda/emu, default build).
+//
+// It is deliberately not a tensor algebra: a Device allocates and copies
+// bytes, launches a kernel of backends/cuda/kernels by name with a grid, a
+// block and scalar or pointer arguments, and multiplies matrices (the only
+// operation delegated to a library, cuBLAS on the GPU). Kernel argument
+// kinds are checked against the kernel's signature (see Signatures) by both
+// implementations, so an argument-list mistake fails in the emulator's tests
+// before it can reach a GPU.
+//
+// Errors: every method returns an error instead of panicking; out of memory
+// is reported as ErrOutOfMemory wrapped with the device name and the size.
+package device
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Ptr is a device address (a CUdeviceptr on the GPU, a host address of
+// emulator-owned memory in emu). Ptr + n addresses the byte n further.
+type Ptr uint64
+
+// Dim3 is a CUDA launch dimension.
+type Dim3 struct{ X, Y, Z int }
+
+// D1 returns the one-dimensional Dim3{x,1,1}.
+func D1(x int) Dim3 { return Dim3{x, 1, 1} }
+
+// Count returns X*Y*Z.
+func (d Dim3) Count() int { return d.X * d.Y * d.Z }
+
+// DType is an element type of a GEMM operand or of an activation buffer.
+// The numeric values are the ones the kernels use (kernels/common.cuh).
+type DType int32
+
+const (
+	F32  DType = 0
+	BF16 DType = 1
+	F16  DType = 2
+)
+
+// Size returns the element size in bytes.
+func (t DType) Size() int {
+	if t == F32 {
+		return 4
+	}
+	return 2
+}
+
+func (t DType) String() string {
+	switch t {
+	case F32:
+		return "fp32"
+	case BF16:
+		return "bf16"
+	case F16:
+		return "fp16"
+	}
+	return fmt.Sprintf("dtype(%d)", int32(t))
+}
+
+// ParseDType maps a --precision value to a DType.
+func ParseDType(s string) (DType, error) {
+	switch s {
+	case "bf16", "":
+		return BF16, nil
+	case "fp16", "f16":
+		return F16, nil
+	case "fp32", "f32":
+		return F32, nil
+	}
+	return 0, fmt.Errorf("unknown precision %q (want bf16, fp16 or fp32)", s)
+}
+
+// Gemm is C[M][N] (fp32, row-major, leading dimension N) =
+// A[M][K] (row-major, type AType) · B[N][K]ᵀ (row-major, type BType),
+// accumulated in fp32: C[m][n] = Σ_k A[m][k]·B[n][k]. If Accumulate is
+// set the product is added to C instead of overwriting it. AType and BType
+// must be equal (cuBLAS GemmEx has no mixed inputs).
+type Gemm struct {
+	M, N, K      int
+	A, B, C      Ptr
+	AType, BType DType
+	Accumulate   bool
+}
+
+// Validate checks the shape and types.
+func (g Gemm) Validate() error {
+	if g.M <= 0 || g.N <= 0 || g.K <= 0 {
+		return fmt.Errorf("gemm: bad shape M=%d N=%d K=%d", g.M, g.N, g.K)
+	}
+	if g.AType != g.BType {
+		return fmt.Errorf("gemm: mixed input types %v and %v", g.AType, g.BType)
+	}
+	if g.AType.Size() == 0 || g.A == 0 || g.B == 0 || g.C == 0 {
+		return errors.New("gemm: nil operand")
+	}
+	return nil
+}
+
+// ErrOutOfMemory is wrapped by Alloc when the device has no room.
+var ErrOutOfMemory = errors.New("out of device memory")
+
+// Device runs the kernels of backends/cuda/kernels.
+//
+// Arguments of Launch are Ptr (a device pointer), int32, uint32 or float32,
+// in the order of the kernel's parameters (kernel signatures: Signatures).
+type Device interface {
+	Name() string
+	Alloc(bytes int64) (Ptr, error)
+	Free(p Ptr) error
+	CopyIn(dst Ptr, src []byte) error  // host → device
+	CopyOut(dst []byte, src Ptr) error // device → host
+	Launch(kernel string, grid, block Dim3, sharedBytes int, args ...any) error
+	Gemm(g Gemm) error
+	Sync() error
+	// MemInfo returns the free and total device memory in bytes.
+	MemInfo() (free, total int64, err error)
+	Close() error
+}
+
+// CheckArgs checks args against the signature string sig of kernel name:
+// one letter per parameter, 'p' pointer, 'i' int32, 'u' uint32, 'f' float32.
+func CheckArgs(name, sig string, args []any) error {
+	if len(args) != len(sig) {
+		return fmt.Errorf("launch %s: %d arguments, kernel takes %d (%s)", name, len(args), len(sig), sig)
+	}
+	for i, a := range args {
+		var k byte
+		switch a.(type) {
+		case Ptr:
+			k = 'p'
+		case int32:
+			k = 'i'
+		case uint32:
+			k = 'u'
+		case float32:
+			k = 'f'
+		default:
+			return fmt.Errorf("launch %s: argument %d has unsupported Go type %T", name, i, a)
+		}
+		if k != sig[i] {
+			return fmt.Errorf("launch %s: argument %d is %c, kernel expects %c (signature %s)", name, i, k, sig[i], sig)
+		}
+	}
+	return nil
+}

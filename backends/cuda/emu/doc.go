@@ -1,0 +1,30 @@
+// Package emu is the CPU emulator of a CUDA device: it implements
+// device.Device by running the very kernel sources of backends/cuda/kernels,
+// compiled as host C++ through cgo under shim.h, and a CPU GEMM with the
+// GPU's input rounding and fp32 accumulation.
+//
+// Execution model. A launch runs its blocks one after another on the calling
+// OS thread. Within a block each CUDA thread is a fiber with its own stack
+// (a hand-written context switch on x86-64, ucontext elsewhere); fibers run
+// in thread order until they reach __syncthreads, a warp shuffle or the end
+// of the kernel, so barriers and shuffles have their CUDA meaning and the
+// result is deterministic. Kernels without barriers are registered with
+// sync=0 and run as a plain loop over threads (a barrier there is reported
+// as an error). __shared__ variables are thread_local statics, which is
+// exactly one instance per running block. Divergent barriers are reported
+// as a deadlock error, not a hang.
+//
+// Memory. Allocations come from the C heap with 256 NaN bytes (0xFF) on
+// each side and are themselves filled with 0xFF, so reading memory no kernel
+// wrote gives NaN. With Options.CheckGuards every Launch and Gemm verifies
+// the guard bands and names the kernel that wrote out of bounds. The device
+// capacity is Options.MemBytes, so the CUDA backend's memory plan and
+// multi-device split can be tested with several small emulated devices.
+//
+// Devices share no state: the only thread-local data are the running
+// block's fiber bookkeeping and a cache of fiber stacks.
+//
+// Build note: cgo does not track the kernel sources (../kernels/*.cu) in
+// the build cache, because they live outside this directory. After editing
+// a kernel, force a rebuild, e.g. CGO_CXXFLAGS="-O2 -DQPPL_STAMP=$RANDOM".
+package emu

@@ -1,0 +1,55 @@
+// kernels.cc: the kernels of backends/cuda/kernels compiled as host C++
+// under shim.h, and the table that lets Go launch them by name.
+#include "shim.h"
+#include "runtime.h"
+
+#include <stddef.h>
+#include <type_traits>
+#include <utility>
+
+#include "../kernels/elementwise.cu"
+#include "../kernels/norm.cu"
+#include "../kernels/attention.cu"
+#include "../kernels/logits.cu"
+#include "../kernels/dequant.cu"
+#include "../kernels/actquant.cu"
+
+template <typename T> static constexpr char sigchar() {
+	return std::is_pointer<T>::value ? 'p'
+	       : std::is_same<T, int>::value ? 'i'
+	       : std::is_same<T, unsigned>::value ? 'u'
+	       : std::is_same<T, float>::value ? 'f'
+					       : '?';
+}
+
+template <typename T> static T argval(uint64_t v) {
+	T t;
+	memcpy(&t, &v, sizeof(T)); // little-endian: scalars sit in the low bytes
+	return t;
+}
+
+template <typename F> struct Sig;
+template <typename... A> struct Sig<void (*)(A...)> {
+	static const char *str() {
+		static const char s[] = {sigchar<A>()..., 0};
+		return s;
+	}
+	template <size_t... I> static void call(void (*f)(A...), const uint64_t *v, std::index_sequence<I...>) {
+		f(argval<A>(v[I])...);
+	}
+	static void invoke(void (*f)(A...), const uint64_t *v) { call(f, v, std::index_sequence_for<A...>{}); }
+};
+
+template <auto F> static void invoke(const uint64_t *v) { Sig<decltype(F)>::invoke(F, v); }
+
+#define K(name, sync) {#name, Sig<decltype(&name)>::str(), &invoke<&name>, sync}
+
+static const EmuKernel table[] = {
+    K(fill_f32, 0),  K(cast_act, 0),   K(embed_gather, 0), K(add_inplace, 0), K(add_bias_rows, 0),
+    K(silu_mul, 0),  K(rope, 0),       K(rms_norm, 1),     K(attention, 1),   K(logits_stats, 1),
+    K(dq_dense, 0),  K(dq_ct_pack, 0), K(dq_nvfp4, 0),     K(dq_fp8, 0),      K(dq_int8, 0),
+    K(dq_gptq, 0),   K(dq_awq, 0),     K(act_quant, 1),
+};
+
+extern "C" int emu_kernel_count(void) { return (int)(sizeof table / sizeof table[0]); }
+extern "C" const EmuKernel *emu_kernel_at(int i) { return &table[i]; }

@@ -1,0 +1,90 @@
+// actquant.cu: run-time fake quantization of a Linear's input (formats.md
+// section 8.2), in fp32 instead of float64, writing the quantized-dequantized
+// activation in the GEMM dtype odt.
+#include "common.cuh"
+
+#define AQ_INT8 0
+#define AQ_FP8 1
+#define AQ_NVFP4 2
+
+// aq_one quantizes one value x with effective scale eff and zero point zp.
+__device__ __forceinline__ float aq_one(float x, float amax, float eff, float zp, int kind, int pin) {
+	if (kind == AQ_INT8) {
+		float y = x / eff;
+		if (pin && amax > 0.0f && fabsf(x) == amax) y = x < 0 ? -127.5f : 127.5f; // the tie rule (8.2)
+		y = y + zp;
+		y = fminf(fmaxf(y, -128.0f), 127.0f);
+		return (rintf(y) - zp) * eff;
+	}
+	if (kind == AQ_FP8) {
+		float y = fminf(fmaxf(x / eff, -448.0f), 448.0f);
+		return e4m3_rne(y) * eff;
+	}
+	float y = fminf(fmaxf(x / eff, -6.0f), 6.0f);
+	return e2m1_round(y) * eff;
+}
+
+// act_quant: one block per token row of x[rows][cols] (fp32).
+//   kind 0 INT8 (qmin -128, qmax 127, D 127.5, RHE), 1 FP8 E4M3 (D 448),
+//   2 NVFP4 (E2M1, D 6, E4M3 group scales, global scale gscale, group 16).
+//   dynamic 1: scales from the data, per row (gsize 0) or per gsize columns;
+//     symmetric: s = amax / D (int8 pins ±amax to ±127.5);
+//     asymmetric int8: s = (mx - mn)/255, zp = RHE(clamp(-128 - mn/s)).
+//     NVFP4: s = E4M3(clamp(gscale*(amax/6), ±448)), 0 -> 0.125, eff = s / gscale.
+//   dynamic 0: static s (scale) and zp.
+//   A zero scale (all-zero group) gives zeros.
+// Launch: grid rows, block 128. Reference: quant's ActQuantizer.Quantize.
+EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows, int cols, int kind, int gsize,
+				   int dynamic, int sym, float scale, float zp, float gscale) {
+	__shared__ float red[32];
+	int r = blockIdx.x;
+	if (r >= rows) return;
+	const float *xr = x + (size_t)r * cols;
+	size_t base = (size_t)r * cols;
+	const float D = kind == AQ_INT8 ? 127.5f : (kind == AQ_FP8 ? 448.0f : 6.0f);
+	if (!dynamic) {
+		for (int c = threadIdx.x; c < cols; c += blockDim.x)
+			st_dt(out, base + c, scale == 0.0f ? 0.0f : aq_one(xr[c], 0.0f, scale, zp, kind, 0), odt);
+		return;
+	}
+	if (gsize > 0) { // groups of gsize consecutive columns: one thread per group
+		int ng = cols / gsize;
+		for (int g = threadIdx.x; g < ng; g += blockDim.x) {
+			const float *xg = xr + g * gsize;
+			float amax = 0.0f;
+			for (int c = 0; c < gsize; c++) amax = fmaxf(amax, fabsf(xg[c]));
+			float eff;
+			if (kind == AQ_NVFP4) {
+				float s = e4m3_rne(fminf(fmaxf(gscale * (amax / 6.0f), -448.0f), 448.0f));
+				if (s == 0.0f) s = 0.125f;
+				eff = s / gscale;
+			} else {
+				eff = amax / D;
+			}
+			for (int c = 0; c < gsize; c++) {
+				float v = (eff == 0.0f) ? 0.0f : aq_one(xg[c], amax, eff, 0.0f, kind, 0);
+				st_dt(out, base + g * gsize + c, v, odt);
+			}
+		}
+		return;
+	}
+	// per token (whole row)
+	float mn = 0.0f, mx = 0.0f;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+		mn = fminf(mn, xr[c]);
+		mx = fmaxf(mx, xr[c]);
+	}
+	mx = block_max(mx, red);
+	mn = -block_max(-mn, red);
+	float eff, z = 0.0f, amax = fmaxf(-mn, mx);
+	int pin = 0;
+	if (sym || kind != AQ_INT8) {
+		eff = amax / D;
+		pin = kind == AQ_INT8;
+	} else {
+		eff = (mx - mn) / 255.0f;
+		if (eff != 0.0f) z = rintf(fminf(fmaxf(-128.0f - mn / eff, -128.0f), 127.0f));
+	}
+	for (int c = threadIdx.x; c < cols; c += blockDim.x)
+		st_dt(out, base + c, eff == 0.0f ? 0.0f : aq_one(xr[c], amax, eff, z, kind, pin), odt);
+}

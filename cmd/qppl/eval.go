@@ -1,16 +1,484 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/compare"
+	"github.com/qppl/qppl/dataset"
+	"github.com/qppl/qppl/dataset/hub"
+	"github.com/qppl/qppl/quant"
+	"github.com/qppl/qppl/tokenizer"
 )
 
-// STUB: replaced by the owner of the "eval" command.
+// evalOptions are the flags of `qppl eval`.
+type evalOptions struct {
+	Model    string
+	Revision string
+	Label    string
+
+	Text    string // --text FILE
+	Tokens  string // --tokens FILE.i32
+	Dataset string // --dataset wikitext2
+	Data    string // --data FILE
+	Join    string // --join
+
+	Method string
+	Ctx    int
+	Stride int
+	Rows   int
+
+	Backend backendOptions
+
+	JSON      string
+	NLLOut    string
+	TokensOut string
+
+	SaveLogits   string
+	LogitsFormat string // u16 | f32 | f64 | llamacpp
+	KLDBase      string
+	KLDMode      string // scored | compare_q ("" = from the store, or scored)
+	KLDRows      int
+	KLDAllPos    bool
+	TopK         int
+
+	Bootstrap int
+	Seed      uint64
+}
+
 func newEvalCmd() *cli.Command {
 	return &cli.Command{
-		Name:   "eval",
-		Usage:  "(not implemented yet)",
-		Action: func(*cli.Context) error { return errors.New("eval: not implemented yet") },
+		Name:      "eval",
+		Usage:     "perplexity (and KL divergence against a base) of one model",
+		UsageText: "qppl eval --model DIR (--text FILE | --tokens FILE.i32 | --dataset wikitext2 [--data FILE]) [options]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "model directory or Hugging Face hub id (org/name)", Required: true},
+			&cli.StringFlag{Name: "revision", Usage: "hub revision of --model"},
+			&cli.StringFlag{Name: "label", Usage: "label of the model in results and plots"},
+			&cli.StringFlag{Name: "text", Usage: "UTF-8 text file, tokenized with the model's tokenizer.json"},
+			&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file, used as is"},
+			&cli.StringFlag{Name: "dataset", Usage: "named dataset: wikitext2 (WikiText-2 raw v1 test)"},
+			&cli.StringFlag{Name: "data", Usage: "file for --dataset (rows JSONL, parquet, wiki.test.raw or text)"},
+			&cli.StringFlag{Name: "join", Usage: "row join for --dataset: compare_q, filtered or llamacpp (default: llamacpp for --method llamacpp, else compare_q)"},
+			&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp, hf-strided or lm-eval"},
+			&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length in tokens"},
+			&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (compare_q, hf-strided)"},
+			&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (lm-eval: documents); 0 = all"},
+			&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
+			&cli.StringFlag{Name: "precision", Usage: "bf16, fp16 or fp32 (emu, cuda)"},
+			&cli.StringFlag{Name: "gpus", Usage: "GPU ids, e.g. 0,1 (cuda)"},
+			&cli.StringFlag{Name: "gpu-split", Usage: "GB per GPU (cuda)"},
+			&cli.StringFlag{Name: "json", Usage: "write the result JSON to this file"},
+			&cli.StringFlag{Name: "nll-out", Usage: "write every scored token's NLL (float64 LE, window order)"},
+			&cli.StringFlag{Name: "tokens-out", Usage: "per-token dump: FILE.jsonl or FILE.csv (window, position, token, NLL, KLD, top-1 of both)"},
+			&cli.StringFlag{Name: "save-logits", Usage: "store this (base) model's log-probs of the KL positions in FILE"},
+			&cli.StringFlag{Name: "logits-format", Value: "u16", Usage: "--save-logits encoding: u16 (llama.cpp's 16-bit scheme), f32, f64 (lossless), llamacpp (u16 in llama.cpp's --kl-divergence-base file; method llamacpp)"},
+			&cli.StringFlag{Name: "kld-base", Usage: "base log-probs (from --save-logits or llama-perplexity --kl-divergence-base): compute KL divergence and paired statistics"},
+			&cli.StringFlag{Name: "kld-mode", Usage: "KL coverage for --save-logits: scored (every scored token, llama.cpp) or compare_q (all positions of the first --kld-rows windows)"},
+			&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode"},
+			&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q"},
+			&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
+			&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
+			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageErr(fmt.Errorf("eval: unexpected argument %q", c.Args().First()))
+			}
+			o := evalOptions{
+				Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"),
+				Text: c.String("text"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
+				Method: c.String("method"), Ctx: c.Int("ctx"), Stride: c.Int("stride"), Rows: c.Int("rows"),
+				Backend: backendOptions{Name: c.String("backend"), Precision: c.String("precision"), GPUs: c.String("gpus"), GPUSplit: c.String("gpu-split")},
+				JSON:    c.String("json"), NLLOut: c.String("nll-out"), TokensOut: c.String("tokens-out"),
+				SaveLogits: c.String("save-logits"), LogitsFormat: c.String("logits-format"), KLDBase: c.String("kld-base"),
+				KLDMode: c.String("kld-mode"), KLDRows: c.Int("kld-rows"), KLDAllPos: c.Bool("kld-all-positions"), TopK: c.Int("top-k"),
+				Bootstrap: c.Int("bootstrap"), Seed: c.Uint64("seed"),
+			}
+			if !c.IsSet("kld-rows") {
+				o.KLDRows = 0 // unset: compare_q's 10 when saving, the store's when reading
+			}
+			return runEval(c.Context, o, c.App.Writer, c.App.ErrWriter)
+		},
 	}
+}
+
+// evalData is the token stream of a run and where it came from.
+type evalData struct {
+	tokens    []int32
+	docs      []compare.Document // lm-eval only
+	source    string
+	join      string
+	tokenizer string
+	bos       int32 // llamacpp chunk BOS, -1 = none
+	prefix    int32 // lm-eval document prefix token
+}
+
+// runEval reads top to bottom: model → dataset → tokenizer → windows →
+// backend → run → metrics → report.
+func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	method, err := compare.ParseMethod(o.Method)
+	if err != nil {
+		return usageErr(err)
+	}
+	if err := o.check(method); err != nil {
+		return usageErr(err)
+	}
+
+	// Model.
+	dir, err := hub.ResolveModel(ctx, o.Model, hub.ModelOptions{Revision: o.Revision, Progress: stderr})
+	if err != nil {
+		return usageErr(err)
+	}
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer m.Close()
+
+	// Dataset and tokenizer.
+	data, err := evalLoadData(ctx, o, method, dir, m.Config, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	vocab := m.Config.VocabSize
+	if err := evalCheckTokens(data, vocab); err != nil {
+		return usageErr(err)
+	}
+
+	// Windows.
+	var ws []backends.Window
+	var words, bytes int64
+	if method == compare.MethodLMEval {
+		ws, _, err = compare.LMEvalWindows(data.docs, o.Ctx, data.prefix, o.Rows)
+		docs := data.docs
+		if o.Rows > 0 && o.Rows <= len(docs) {
+			docs = docs[:o.Rows]
+		}
+		for _, d := range docs {
+			words += int64(d.Words)
+			bytes += int64(d.Bytes)
+		}
+	} else {
+		ws, err = compare.Windows(data.tokens, compare.WindowOptions{Method: method, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows, BOS: data.bos})
+	}
+	if err != nil {
+		return usageErr(err)
+	}
+	spec := compare.DataSpec{
+		Source: data.source, Join: data.join, Tokenizer: data.tokenizer, NumTokens: len(data.tokens),
+		TokensHash: compare.TokensHash(data.tokens), Method: string(method), Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows,
+		Documents: len(data.docs),
+	}
+	if !method.UsesStride() {
+		spec.Stride = 0
+	}
+	specHash := spec.Hash()
+
+	// Base log-probs: read (--kld-base) or write (--save-logits).
+	var base *compare.Store
+	klMode := compare.KLScored
+	if o.KLDBase != "" {
+		base, err = compare.OpenStore(o.KLDBase)
+		if err != nil {
+			return usageErr(err)
+		}
+		defer base.Close()
+		if err := base.Check(compare.StoreExpect{DataSpecHash: specHash, Vocab: vocab}); err != nil {
+			return usageErr(err)
+		}
+		klMode = base.KLMode()
+		if want := o.klMode(); want != "" && want != klMode {
+			return usageErr(fmt.Errorf("--kld-mode %s, but %s holds %s-mode log-probs", want, o.KLDBase, klMode))
+		}
+		if o.KLDRows > 0 && o.KLDRows != base.Header().KLRows {
+			return usageErr(fmt.Errorf("--kld-rows %d, but %s holds %d rows", o.KLDRows, o.KLDBase, base.Header().KLRows))
+		}
+	}
+	var save *compare.StoreWriter
+	var modelHash string
+	if o.SaveLogits != "" {
+		if klMode = o.klMode(); klMode == "" {
+			klMode = compare.KLScored
+		}
+		save, modelHash, err = evalCreateStore(o, dir, klMode, ws, data.tokens, spec, specHash, vocab)
+		if err != nil {
+			return err
+		}
+		defer save.Abort()
+	}
+
+	// Backend.
+	be, err := openBackend(m, o.Backend)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	info := be.Info()
+
+	// Run.
+	start := time.Now()
+	runner := &compare.Runner{
+		Backend: be, Windows: ws, Base: base, Save: save, TopK: o.TopK, Top1: o.TokensOut != "",
+		Progress: &compare.Progress{W: stderr},
+	}
+	results, err := runner.Run(ctx)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+
+	// Metrics.
+	res, err := compare.Reduce(results, compare.ReduceOptions{
+		Method: method, Words: words, Bytes: bytes, KLMode: string(klMode), TopK: o.TopK,
+		Bootstrap: o.Bootstrap, Seed: o.Seed,
+	})
+	if err != nil {
+		return err
+	}
+	res.Label, res.Model, res.ModelHash = o.Label, o.Model, modelHash
+	res.Backend, res.Precision = info.Name, info.Precision
+	res.Method, res.Ctx, res.Stride, res.Rows = string(method), o.Ctx, spec.Stride, o.Rows
+	res.Data, res.DataSpecHash, res.TokensHash = spec, specHash, spec.TokensHash
+	if rep, err := quant.Inspect(m); err != nil {
+		fmt.Fprintf(stderr, "qppl: warning: bits per weight not available: %v\n", err)
+	} else {
+		res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format
+	}
+	if res.KLD != nil && base != nil {
+		h := base.Header()
+		res.KLD.BaseFormat = string(h.Encoding)
+		if h.Container == compare.ContainerLlamaCpp {
+			res.KLD.BaseFormat = "llamacpp-u16"
+		}
+		res.KLD.BaseKey = h.Key()
+	}
+	var fwd int64
+	for _, w := range ws {
+		fwd += int64(len(w.Tokens))
+	}
+	res.Timing = &compare.Timing{Seconds: elapsed.Seconds(), TokensPerSec: float64(fwd) / elapsed.Seconds()}
+
+	// Report: files first (each atomic), then the summary.
+	if save != nil {
+		if err := save.Close(); err != nil {
+			return err
+		}
+	}
+	if o.JSON != "" {
+		if err := compare.WriteFileAtomic(o.JSON, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}); err != nil {
+			return err
+		}
+	}
+	if o.NLLOut != "" {
+		if err := compare.WriteNLL(o.NLLOut, results); err != nil {
+			return err
+		}
+	}
+	if o.TokensOut != "" {
+		if err := compare.WriteTokens(o.TokensOut, ws, results); err != nil {
+			return err
+		}
+	}
+	return compare.WriteSummary(stdout, &res)
+}
+
+// check validates flag combinations before anything is read.
+func (o *evalOptions) check(method compare.Method) error {
+	n := 0
+	for _, s := range []string{o.Text, o.Tokens, o.Dataset} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("eval: give exactly one of --text FILE, --tokens FILE.i32 or --dataset wikitext2")
+	}
+	if o.Dataset != "" && o.Dataset != "wikitext2" {
+		return fmt.Errorf("eval: unknown --dataset %q (want wikitext2)", o.Dataset)
+	}
+	if o.Data != "" && o.Dataset == "" {
+		return errors.New("eval: --data goes with --dataset wikitext2")
+	}
+	if method == compare.MethodLMEval && o.Dataset == "" {
+		return errors.New("eval: --method lm-eval needs --dataset wikitext2 (it scores whole articles)")
+	}
+	if o.Ctx < 2 {
+		return fmt.Errorf("eval: --ctx %d: need at least 2", o.Ctx)
+	}
+	if method.UsesStride() && o.Stride < 1 {
+		return fmt.Errorf("eval: --stride %d: must be >= 1", o.Stride)
+	}
+	if o.Rows < 0 {
+		return fmt.Errorf("eval: --rows %d: must be >= 0 (0 = all)", o.Rows)
+	}
+	if o.SaveLogits != "" && o.KLDBase != "" {
+		return errors.New("eval: --save-logits (base run) and --kld-base (quantized run) exclude each other")
+	}
+	if o.KLDMode != "" && o.KLDMode != string(compare.KLScored) && o.KLDMode != string(compare.KLCompareQ) {
+		return fmt.Errorf("eval: unknown --kld-mode %q (want scored or compare_q)", o.KLDMode)
+	}
+	if o.KLDAllPos && o.KLDMode == string(compare.KLScored) {
+		return errors.New("eval: --kld-all-positions contradicts --kld-mode scored")
+	}
+	return nil
+}
+
+// klMode is the KL mode asked for on the command line ("" = not given).
+func (o *evalOptions) klMode() compare.KLMode {
+	if o.KLDAllPos {
+		return compare.KLCompareQ
+	}
+	return compare.KLMode(o.KLDMode)
+}
+
+// evalLoadData reads the token stream (and lm-eval documents): --tokens
+// as is; --text and --dataset tokenized with the model's tokenizer.json,
+// with special tokens exactly when the method's reference adds them.
+func evalLoadData(ctx context.Context, o evalOptions, method compare.Method, dir string, cfg *checkpoint.Config, stderr io.Writer) (*evalData, error) {
+	d := &evalData{bos: -1, prefix: -1}
+	var tok *tokenizer.Tokenizer
+	if o.Text != "" || o.Dataset != "" {
+		var err error
+		if tok, err = tokenizer.Load(dir); err != nil {
+			return nil, fmt.Errorf("eval: tokenizer of %s: %w", dir, err)
+		}
+		d.tokenizer = dir
+	} else if t, err := tokenizer.Load(dir); err == nil {
+		tok = t // only for the BOS id
+	}
+	if tok != nil {
+		if tv := tok.VocabSize(); tv > cfg.VocabSize {
+			return nil, fmt.Errorf("eval: the tokenizer of %s has %d ids, the model's vocab_size is %d", dir, tv, cfg.VocabSize)
+		}
+		if b, ok := tok.BOS(); ok {
+			d.bos = b
+		}
+	}
+	if d.bos < 0 && cfg.BOSTokenID >= 0 && tok == nil {
+		d.bos = int32(cfg.BOSTokenID)
+	}
+	switch {
+	case o.Tokens != "":
+		ids, err := dataset.ReadTokens(o.Tokens)
+		if err != nil {
+			return nil, err
+		}
+		d.tokens, d.source = ids, o.Tokens
+	case o.Text != "":
+		b, err := os.ReadFile(o.Text)
+		if err != nil {
+			return nil, fmt.Errorf("eval: --text: %w", err)
+		}
+		d.tokens, d.source = tok.Encode(string(b), method.AddSpecialTokens()), o.Text
+	default:
+		r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
+		if err != nil {
+			return nil, err
+		}
+		corpus, err := dataset.LoadAll(r.Paths, dataset.LoadOptions{})
+		if err != nil {
+			return nil, err
+		}
+		d.source = "wikitext2:" + strings.Join(r.Paths, ",")
+		if method == compare.MethodLMEval {
+			d.join = "documents"
+			d.prefix = d.bos
+			if d.prefix < 0 {
+				if cfg.EOSTokenID < 0 {
+					return nil, fmt.Errorf("eval: lm-eval needs a BOS or EOS token as document prefix; %s has neither", dir)
+				}
+				d.prefix = int32(cfg.EOSTokenID)
+			}
+			for _, doc := range corpus.Documents() {
+				ids := tok.Encode(doc.Detokenized, false)
+				d.docs = append(d.docs, compare.Document{Tokens: ids, Words: doc.Words, Bytes: doc.Bytes})
+				d.tokens = append(d.tokens, ids...)
+			}
+			return d, nil
+		}
+		join := o.Join
+		if join == "" && method == compare.MethodLlamaCpp {
+			join = string(dataset.JoinLlamaCpp)
+		}
+		jm, err := dataset.ParseJoinMode(join)
+		if err != nil {
+			return nil, err
+		}
+		text, err := corpus.Text(jm)
+		if err != nil {
+			return nil, err
+		}
+		d.join = string(jm)
+		d.tokens = tok.Encode(text, method.AddSpecialTokens())
+	}
+	return d, nil
+}
+
+// evalCheckTokens rejects ids outside the model's vocabulary.
+func evalCheckTokens(d *evalData, vocab int) error {
+	for i, t := range d.tokens {
+		if t < 0 || int(t) >= vocab {
+			return fmt.Errorf("eval: %s: token %d (position %d) is outside the model's vocabulary [0, %d)", d.source, t, i, vocab)
+		}
+	}
+	for _, t := range []int32{d.bos, d.prefix} {
+		if int(t) >= vocab {
+			return fmt.Errorf("eval: special token %d is outside the model's vocabulary [0, %d)", t, vocab)
+		}
+	}
+	return nil
+}
+
+// evalCreateStore opens the --save-logits store, keyed by the data spec
+// and the model files.
+func evalCreateStore(o evalOptions, dir string, mode compare.KLMode, ws []backends.Window, tokens []int32, spec compare.DataSpec, specHash string, vocab int) (*compare.StoreWriter, string, error) {
+	container, enc := compare.ContainerQPPL, compare.Encoding(o.LogitsFormat)
+	if o.LogitsFormat == "llamacpp" {
+		container, enc = compare.ContainerLlamaCpp, compare.EncodingU16
+	} else if _, err := compare.ParseEncoding(o.LogitsFormat); err != nil {
+		return nil, "", usageErr(err)
+	}
+	klRows := 0
+	if mode == compare.KLCompareQ {
+		klRows = o.KLDRows
+		if klRows == 0 {
+			klRows = min(compare.DefaultKLRows, len(ws))
+		}
+	}
+	layout, err := compare.StoreLayout(ws, mode, klRows)
+	if err != nil {
+		return nil, "", usageErr(err)
+	}
+	modelHash, err := compare.ModelHash(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	h := compare.StoreHeader{
+		Container: container, Encoding: enc, Vocab: vocab, KLMode: mode, KLRows: klRows,
+		DataSpecHash: specHash, ModelHash: modelHash, TokensHash: spec.TokensHash,
+		Method: spec.Method, Ctx: spec.Ctx, Stride: spec.Stride, Rows: spec.Rows, Windows: layout,
+	}
+	s, err := compare.CreateStore(o.SaveLogits, h, tokens)
+	if err != nil {
+		return nil, "", usageErr(err)
+	}
+	return s, modelHash, nil
 }

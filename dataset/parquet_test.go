@@ -145,3 +145,41 @@ func TestParquetErrors(t *testing.T) {
 		t.Errorf("bad utf-8: %v", err)
 	}
 }
+
+type dictRow struct {
+	Text *string `parquet:"text,optional,dict"`
+}
+
+// The 4,358 shared rows written the way pyarrow writes HF parquet (optional
+// string column, dictionary pages, snappy; also zstd and data page v2, small
+// pages and row groups) read back exactly and join to test.joined.txt.
+func TestParquetSharedRows(t *testing.T) {
+	c, err := Load(sharedWT2(t, "test.rows.jsonl"), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, err := os.ReadFile(sharedWT2(t, "test.joined.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]dictRow, len(c.Rows))
+	for i := range c.Rows {
+		rows[i].Text = &c.Rows[i]
+	}
+	variants := map[string][]parquet.WriterOption{
+		"snappy-dict": {parquet.Compression(&parquet.Snappy)},
+		"zstd-v2":     {parquet.Compression(&parquet.Zstd), parquet.DataPageVersion(2)},
+		"small-pages": {parquet.PageBufferSize(4096), parquet.MaxRowsPerRowGroup(1000)},
+	}
+	for name, opts := range variants {
+		p := filepath.Join(t.TempDir(), "test-00000-of-00001.parquet")
+		writeParquet(t, p, rows, opts...)
+		pc, err := Load(p, LoadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s, _ := pc.Text(JoinCompareQ); s != string(joined) {
+			t.Fatalf("%s: join differs from test.joined.txt", name)
+		}
+	}
+}

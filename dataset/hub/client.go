@@ -250,7 +250,16 @@ func (c *Client) Download(ctx context.Context, cacheDir string, repo Repo, revis
 	}
 	blob := filepath.Join(storage, "blobs", meta.ETag)
 	if !isRegular(blob) {
-		if err := c.fetch(ctx, meta, blob, filename); err != nil {
+		unlock, err := lockFile(ctx, filepath.Join(cacheDir, ".locks", repo.Folder(), meta.ETag+".lock"))
+		if err != nil {
+			return "", "", fmt.Errorf("hub: locking %s: %w", blob, err)
+		}
+		// Another process may have finished the blob while we waited.
+		if !isRegular(blob) {
+			err = c.fetch(ctx, meta, blob, filename)
+		}
+		unlock()
+		if err != nil {
 			return "", "", err
 		}
 	}
@@ -431,8 +440,11 @@ func linkBlob(blob, snap string) error {
 	if err != nil {
 		return err
 	}
+	if isRegular(snap) {
+		return nil // linked meanwhile by another download
+	}
 	os.Remove(snap) // a dangling link from an older attempt
-	if err := os.Symlink(rel, snap); err == nil {
+	if err := os.Symlink(rel, snap); err == nil || isRegular(snap) {
 		return nil
 	}
 	if err := os.Link(blob, snap); err == nil {

@@ -43,7 +43,10 @@
 // .incomplete file and says to run again to resume. File names from the hub
 // (index weight_map) are validated so nothing is written outside the cache.
 //
-// Not done: no lock against two processes downloading the same blob at once
-// (huggingface_hub uses .locks/); the datasets library's Arrow cache
+// Concurrent downloads of one blob (shards of a job starting together, or a
+// Python process on the same cache) serialize on an flock of
+// <cache>/.locks/<repo folder>/<etag>.lock, the file huggingface_hub locks.
+//
+// Not done: the datasets library's Arrow cache
 // (<HF_DATASETS_CACHE>/.../wikitext-test.arrow) is not read.
 package hub

@@ -516,3 +516,44 @@ func TestIsHubID(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent downloads of one file (shards of one job starting together)
+// serialize on the blob lock and all get the right bytes, with one GET.
+func TestConcurrentDownloads(t *testing.T) {
+	h := newFakeHub(t)
+	data := parquetBytes(500_000, 9)
+	h.addFile("datasets/Salesforce/wikitext", WikiTextTestFile, data, true)
+	home := t.TempDir()
+	const n = 4
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			res, err := ResolveWikiText(context.Background(), WikiTextOptions{Env: wikiEnv(h, home, nil)})
+			if err == nil {
+				var got []byte
+				got, err = os.ReadFile(res.Paths[0])
+				if err == nil && !bytes.Equal(got, data) {
+					err = errors.New("content differs")
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	gets := 0
+	for _, r := range h.log() {
+		if r.Method == "GET" {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Errorf("%d GETs for one blob", gets)
+	}
+	if _, err := os.Stat(filepath.Join(home, "hub", ".locks", "datasets--Salesforce--wikitext", sha256Hex(data)+".lock")); err != nil {
+		t.Errorf("lock file: %v", err)
+	}
+}

@@ -2,15 +2,111 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/fixtures"
 )
 
-// STUB: replaced by the owner of the "fixture" command.
+// fixtureOptions are the flags of `qppl fixture`.
+type fixtureOptions struct {
+	Out    string
+	Preset string
+	Opts   fixtures.Options
+}
+
 func newFixtureCmd() *cli.Command {
 	return &cli.Command{
-		Name:   "fixture",
-		Usage:  "(not implemented yet)",
-		Action: func(*cli.Context) error { return errors.New("fixture: not implemented yet") },
+		Name:      "fixture",
+		Usage:     "write a tiny deterministic random model in Hugging Face layout",
+		UsageText: "qppl fixture --arch llama|mistral|qwen2|qwen3 [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied]\n   qppl fixture --preset smollm2 --out DIR",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "arch", Value: "llama", Usage: "llama, mistral, qwen2 or qwen3"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same options → byte-identical files)"},
+			&cli.StringFlag{Name: "out", Usage: "output directory (created if needed)", Required: true},
+			&cli.StringFlag{Name: "preset", Usage: "smollm2: SmolLM2-135M shape (vocab 49152, hidden 576, 30 layers, BF16); size flags still override"},
+			&cli.IntFlag{Name: "vocab", Usage: "vocabulary size (default 512)"},
+			&cli.IntFlag{Name: "hidden", Usage: "hidden size (default 64)"},
+			&cli.IntFlag{Name: "intermediate", Usage: "MLP size (default 128)"},
+			&cli.IntFlag{Name: "layers", Usage: "decoder layers (default 2)"},
+			&cli.IntFlag{Name: "heads", Usage: "attention heads (default 4)"},
+			&cli.IntFlag{Name: "kv-heads", Usage: "key/value heads (default 2)"},
+			&cli.IntFlag{Name: "head-dim", Usage: "head dimension (default 16; qwen3 32)"},
+			&cli.IntFlag{Name: "max-pos", Usage: "max_position_embeddings (default 2048)"},
+			&cli.StringFlag{Name: "dtype", Usage: "f32 or bf16 (default f32)"},
+			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (default: on for llama and qwen3, off for mistral and qwen2)"},
+		},
+		Action: func(c *cli.Context) error {
+			o, err := fixtureOptionsFrom(c)
+			if err != nil {
+				return usageErr(err)
+			}
+			return fixtureRun(c, o)
+		},
 	}
+}
+
+// fixtureOptionsFrom turns flags into options: the architecture's (or the
+// preset's) defaults, overridden by every flag that was set.
+func fixtureOptionsFrom(c *cli.Context) (fixtureOptions, error) {
+	fo := fixtureOptions{Out: c.String("out"), Preset: c.String("preset")}
+	var o fixtures.Options
+	switch fo.Preset {
+	case "":
+		var err error
+		if o, err = fixtures.Defaults(c.String("arch")); err != nil {
+			return fo, fmt.Errorf("fixture: --arch: %w", err)
+		}
+	case "smollm2":
+		if c.IsSet("arch") && c.String("arch") != "llama" {
+			return fo, errors.New("fixture: --preset smollm2 is a llama architecture; drop --arch")
+		}
+		o = fixtures.SmolLM2Shaped()
+	default:
+		return fo, fmt.Errorf("fixture: unknown --preset %q (supported: smollm2)", fo.Preset)
+	}
+	o.Seed = c.Uint64("seed")
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{
+		{"vocab", &o.Vocab}, {"hidden", &o.Hidden}, {"intermediate", &o.Intermediate},
+		{"layers", &o.Layers}, {"heads", &o.Heads}, {"kv-heads", &o.KVHeads},
+		{"head-dim", &o.HeadDim}, {"max-pos", &o.MaxPos},
+	} {
+		if c.IsSet(f.name) {
+			*f.dst = c.Int(f.name)
+		}
+	}
+	if c.IsSet("dtype") {
+		switch strings.ToLower(c.String("dtype")) {
+		case "f32", "float32":
+			o.DType = checkpoint.F32
+		case "bf16", "bfloat16":
+			o.DType = checkpoint.BF16
+		default:
+			return fo, fmt.Errorf("fixture: --dtype %q must be f32 or bf16", c.String("dtype"))
+		}
+	}
+	if c.IsSet("tied") {
+		o.Tied = c.Bool("tied")
+	}
+	if err := o.Validate(); err != nil {
+		return fo, err
+	}
+	fo.Opts = o
+	return fo, nil
+}
+
+func fixtureRun(c *cli.Context, fo fixtureOptions) error {
+	if err := fixtures.Write(fo.Out, fo.Opts); err != nil {
+		return err
+	}
+	o := fo.Opts
+	fmt.Fprintf(c.App.Writer, "wrote %s fixture to %s: vocab %d, hidden %d, %d layers, %d/%d heads, %s, %d parameters, seed %d\n",
+		o.Arch, fo.Out, o.Vocab, o.Hidden, o.Layers, o.Heads, o.KVHeads, o.DType, o.Params(), o.Seed)
+	return nil
 }

@@ -269,8 +269,9 @@ func overlap(a, b []int32) int32 {
 // baseObserver wraps a window's stored base log-probs for the backend: it
 // records the base NLL and top-K of each target as the backend reads the
 // rows, then applies the store's floor (entries ≤ floor become −Inf, i.e.
-// probability 0, so that KL with a u16 store skips them as llama.cpp does).
-// Backends must give a zero-probability base entry a zero KL term.
+// probability 0, so that KL with a u16 store skips them as llama.cpp does,
+// and decoded values above 0 become 0). Backends must give a
+// zero-probability base entry a zero KL term.
 type baseObserver struct {
 	src     *StoreLogProbs
 	w       backends.Window
@@ -298,8 +299,13 @@ func (o *baseObserver) LogProbs(i int, dst []float64) error {
 	o.observe(i, dst)
 	if !math.IsInf(o.floor, -1) {
 		for j, v := range dst {
-			if v <= o.floor {
+			switch {
+			case v <= o.floor:
 				dst[j] = math.Inf(-1)
+			case v > 0:
+				// float32 rounding of scale·65535 + min_log_prob can put a
+				// near-certain token a few ulps above 0; a log-prob is ≤ 0.
+				dst[j] = 0
 			}
 		}
 	}

@@ -415,3 +415,46 @@ func TestProgress(t *testing.T) {
 		t.Errorf("short run printed %q", buf.String())
 	}
 }
+
+// With a u16 store, entries ≤ −16 reach the backend as −Inf (probability
+// 0, skipped in KL as llama.cpp does) while the base NLL of a target uses
+// the raw decoded value, as llama.cpp's nll_base does.
+func TestU16FloorObserver(t *testing.T) {
+	// Row: token 0 very likely, token 2 far below −16.
+	lp := []float64{-1e-9, -5, -40, -3}
+	ws := []backends.Window{{Index: 0, Tokens: []int32{1, 2}, First: 1}}
+	layout, _ := StoreLayout(ws, KLScored, 0)
+	path := filepath.Join(t.TempDir(), "s")
+	sw, err := CreateStore(path, StoreHeader{Encoding: EncodingU16, Vocab: 4, KLMode: KLScored, Windows: layout}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.Write(0, 0, lp); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	src, _, err := st.Window(ws[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]float64, 4)
+	src.LogProbs(0, raw)
+	obs := newBaseObserver(src, ws[0], KLScored, 2)
+	got := make([]float64, 4)
+	if err := obs.LogProbs(0, got); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(got[2], -1) || raw[2] > -16 || got[1] != raw[1] || got[0] > 0 {
+		t.Errorf("raw %v, to backend %v", raw, got)
+	}
+	if obs.baseNLL[0] != -raw[2] || obs.baseTop[0] != 0 || obs.baseTop[1] != 3 {
+		t.Errorf("base NLL %v (raw %v), top %v", obs.baseNLL[0], -raw[2], obs.baseTop)
+	}
+}

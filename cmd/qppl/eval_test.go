@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -239,5 +240,65 @@ func TestEvalKLD(t *testing.T) {
 	// 140/32 = 4 chunks × (32-1-16) = 15 scored.
 	if r.TokensScored != 60 || r.KLD == nil || r.KLD.Positions != 60 || r.KLD.BaseFormat != "llamacpp-u16" {
 		t.Errorf("llamacpp: tokens %d KLD %+v", r.TokensScored, r.KLD)
+	}
+}
+
+// --dataset wikitext2 --data FILE with every method; lm-eval's metrics
+// follow from the pooled NLL and the documents' word and byte counts.
+func TestEvalDatasetMethods(t *testing.T) {
+	model, _ := evalFixture(t, 1, 10)
+	dir := t.TempDir()
+	var rows []string
+	for a := 0; a < 3; a++ {
+		rows = append(rows, fmt.Sprintf(" = Article %d = \n", a), "")
+		for p := 0; p < 4; p++ {
+			rows = append(rows, fmt.Sprintf(" Paragraph %d of article %d has some words , and @-@ marks . \n", p, a), "")
+		}
+	}
+	var jl strings.Builder
+	for _, r := range rows {
+		b, _ := json.Marshal(map[string]string{"text": r})
+		jl.Write(b)
+		jl.WriteByte('\n')
+	}
+	data := filepath.Join(dir, "test.rows.jsonl")
+	os.WriteFile(data, []byte(jl.String()), 0o644)
+	docs := dataset.Documents(rows)
+	var words, nbytes int64
+	for _, d := range docs {
+		words += int64(d.Words)
+		nbytes += int64(d.Bytes)
+	}
+	for _, method := range []string{"compare_q", "exl3-ppl", "llamacpp", "hf-strided", "lm-eval"} {
+		out := filepath.Join(dir, method+".json")
+		code, _, stderr := runQPPL(t, "eval", "--model", model, "--dataset", "wikitext2", "--data", data, "--method", method, "--ctx", "128", "--stride", "64", "--json", out)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", method, code, stderr)
+		}
+		r, _ := readResult(t, out)
+		if r.Method != method || !(r.PPL > 1) {
+			t.Errorf("%s: %+v", method, r)
+		}
+		n := int64(r.Data.NumTokens)
+		switch method {
+		case "hf-strided":
+			if r.TokensScored != n-1 || r.HFGuidePPL == 0 {
+				t.Errorf("hf-strided scored %d of %d, guide ppl %v", r.TokensScored, n, r.HFGuidePPL)
+			}
+		case "llamacpp":
+			if r.TokensScored != n/128*(128-1-64) || r.Data.Join != "llamacpp" {
+				t.Errorf("llamacpp scored %d of %d, join %s", r.TokensScored, n, r.Data.Join)
+			}
+		case "lm-eval":
+			m := r.LMEval
+			if m == nil || m.Words != words || m.Bytes != nbytes || r.Data.Documents != len(docs) || r.TokensScored != n {
+				t.Fatalf("lm-eval %+v docs %d/%d scored %d of %d", m, r.Data.Documents, len(docs), r.TokensScored, n)
+			}
+			ll := -r.NLLMean * float64(r.TokensScored)
+			if math.Abs(m.LogLikelihood-ll) > 1e-9*math.Abs(ll) || math.Abs(m.WordPerplexity-math.Exp(-ll/float64(words))) > 1e-9*m.WordPerplexity ||
+				math.Abs(m.BitsPerByte-(-ll/float64(nbytes)/math.Ln2)) > 1e-12 {
+				t.Errorf("lm-eval metrics %+v, ll %v", m, ll)
+			}
+		}
 	}
 }

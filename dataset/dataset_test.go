@@ -337,3 +337,37 @@ func TestLoadErrors(t *testing.T) {
 		t.Fatalf("custom column: %q, %v", c, err)
 	}
 }
+
+func TestJSONLSurrogates(t *testing.T) {
+	tests := []struct {
+		line string
+		ok   bool
+		want string
+	}{
+		{`{"text": "\ud83d\ude00"}`, true, "\U0001F600"},
+		{`{"text": "\uD83D\uDE00 x"}`, true, "\U0001F600 x"},
+		{`{"text": "\ufffd"}`, true, "\ufffd"},
+		{`{"text": "` + "\ufffd" + `"}`, true, "\ufffd"},
+		{`{"text": "\\ud800"}`, true, `\ud800`}, // an escaped backslash, not an escape
+		{`{"text": "\ud800"}`, false, ""},
+		{`{"text": "\ud800x"}`, false, ""},
+		{`{"text": "\ude00"}`, false, ""},
+		{`{"text": "\ud83d\u0041"}`, false, ""},
+	}
+	for _, tt := range tests {
+		rows, err := ParseJSONL("s.jsonl", []byte(tt.line), "text")
+		if tt.ok != (err == nil) {
+			t.Errorf("%s: err = %v", tt.line, err)
+			continue
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "s.jsonl:1") || !strings.Contains(err.Error(), "surrogate") {
+				t.Errorf("%s: err = %v", tt.line, err)
+			}
+			continue
+		}
+		if len(rows) != 1 || rows[0] != tt.want {
+			t.Errorf("%s: rows %q, want %q", tt.line, rows, tt.want)
+		}
+	}
+}

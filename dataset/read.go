@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is the format of a text source.
@@ -198,9 +199,67 @@ func ParseJSONL(name string, data []byte, col string) ([]string, error) {
 		if err := json.Unmarshal(raw, &s); err != nil || s == nil {
 			return nil, fmt.Errorf("dataset: %s:%d: field %q is not a string", name, lineNo, col)
 		}
+		if strings.ContainsRune(*s, utf8.RuneError) && unpairedSurrogate(raw) {
+			// encoding/json turns a lone \uD800-\uDFFF escape into U+FFFD;
+			// Python keeps a surrogate that cannot be encoded as UTF-8.
+			return nil, fmt.Errorf("dataset: %s:%d: field %q has an unpaired UTF-16 surrogate escape", name, lineNo, col)
+		}
 		rows = append(rows, *s)
 	}
 	return rows, nil
+}
+
+// unpairedSurrogate reports whether a JSON string literal holds a \uD800 to
+// \uDFFF escape that is not a high surrogate followed by a low one.
+func unpairedSurrogate(lit []byte) bool {
+	hex4 := func(b []byte) (rune, bool) {
+		if len(b) < 4 {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[:4] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' || i+1 >= len(lit) {
+			continue
+		}
+		if lit[i+1] != 'u' {
+			i++ // skip the escaped character
+			continue
+		}
+		r, ok := hex4(lit[i+2:])
+		if !ok {
+			continue
+		}
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		case r >= 0xD800 && r <= 0xDBFF:
+			if !(i+7 < len(lit) && lit[i+6] == '\\' && lit[i+7] == 'u') {
+				return true
+			}
+			lo, ok := hex4(lit[i+8:])
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return false
 }
 
 // RowsFromRaw splits the content of an original WikiText file (llama.cpp's

@@ -406,6 +406,13 @@ func TestCacheDiscovery(t *testing.T) {
 			os.WriteFile(filepath.Join(dl, "0000train.json"), []byte(`{"url": "https://huggingface.co/datasets/Salesforce/wikitext/resolve/b08601e/wikitext-2-raw-v1/train-00000-of-00001.parquet"}`), 0o644)
 			return map[string]string{"HF_HOME": filepath.Join(root, "hf"), "HF_DATASETS_CACHE": filepath.Join(root, "ds")}, p
 		}},
+		{"HF_DATASETS_CACHE extracted zip", func(t *testing.T, root string) (map[string]string, string) {
+			d := filepath.Join(root, "hf", "datasets", "downloads", "extracted", "3f1c", "wikitext-2-raw")
+			os.MkdirAll(d, 0o755)
+			p := filepath.Join(d, "wiki.test.raw")
+			os.WriteFile(p, []byte(" \n = T = \n"), 0o644)
+			return map[string]string{"HF_HOME": filepath.Join(root, "hf")}, p
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,7 +97,10 @@ func ResolveWikiText(ctx context.Context, opts WikiTextOptions) (Resolved, error
 // wikitext; the snapshot of revision first, then any other; files
 // wikitext-2-raw-v1/test-*.parquet or, for refs/convert/parquet snapshots,
 // wikitext-2-raw-v1/test/*.parquet), then files that the datasets library
-// stored under HF_DATASETS_CACHE/downloads with a .json giving their URL.
+// stored under HF_DATASETS_CACHE/downloads with a .json giving their URL,
+// then an extracted wikitext-2-raw/wiki.test.raw under downloads/extracted
+// (older script-based datasets versions). The result is a parquet file or,
+// in the last case, a wiki.test.raw file; dataset.Load detects which.
 func FindCachedWikiText(cfg Config, revision string) ([]string, bool) {
 	roots := []string{cfg.HubCache}
 	if cfg.DatasetsCache != "" && cfg.DatasetsCache != cfg.HubCache {
@@ -115,8 +118,13 @@ func FindCachedWikiText(cfg Config, revision string) ([]string, bool) {
 		}
 	}
 	if cfg.DatasetsCache != "" {
-		if p, ok := findInDatasetsDownloads(filepath.Join(cfg.DatasetsCache, "downloads")); ok {
+		dl := filepath.Join(cfg.DatasetsCache, "downloads")
+		if p, ok := findInDatasetsDownloads(dl); ok {
 			return []string{p}, true
+		}
+		// Script-era datasets versions extracted the original zip there.
+		if m := globSorted(filepath.Join(dl, "extracted", "*", "wikitext-2-raw", "wiki.test.raw")); len(m) > 0 {
+			return m[:1], true
 		}
 	}
 	return nil, false

@@ -137,6 +137,9 @@ func (r *Runner) scoreWindow(ctx context.Context, w backends.Window, k int) (Win
 		if err != nil {
 			return wr, err
 		}
+		if !ok && r.Base.KLMode() == KLScored {
+			return wr, fmt.Errorf("base log-probs %s hold no window %d (they cover %d windows): made for a different run", r.Base.path, w.Index, len(r.Base.wins))
+		}
 		if ok {
 			obs = newBaseObserver(lp, w, r.Base.KLMode(), max(r.TopK, 1))
 			req.Base = obs

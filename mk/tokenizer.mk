@@ -1,0 +1,23 @@
+# Tokenizer (owned by tokenizer/).
+#
+#   make bench-tokenizer   encode the 1.3 MB WikiText-2 test corpus with the
+#                          llama3, mistral and gpt2 tokenizer.json files on one
+#                          core (needs ../shared; skipped without it)
+#   make fuzz-tokenizer    fuzz the tokenizer.json parser for FUZZTIME
+
+FUZZTIME ?= 30s
+BENCH_OUT ?= bin/bench.txt
+
+# ./pkg:FuzzName entries for a shared `make fuzz` loop.
+FUZZ_TARGETS += ./tokenizer:FuzzLoad
+
+BENCH_TARGETS += bench-tokenizer
+
+.PHONY: bench-tokenizer fuzz-tokenizer
+
+bench-tokenizer:
+	@mkdir -p $(dir $(BENCH_OUT))
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'BenchmarkEncode_WikiText2' -benchtime=3x -count=1 ./tokenizer | tee -a $(BENCH_OUT)
+
+fuzz-tokenizer:
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./tokenizer

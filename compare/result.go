@@ -7,8 +7,10 @@ package compare
 // Conventions:
 //   - "NLL" is the natural-log negative log-likelihood of a target token.
 //   - Every "_se" field is a standard error of the mean computed exactly as
-//     llama.cpp's llama-perplexity does (sample variance / (count-1)); it is
-//     0 when count < 2.
+//     llama.cpp's llama-perplexity does: sqrt((E[x²]−E[x]²)/(count−1)). The
+//     top-level ppl_se/nll_mean_se follow its perplexity mode (0 when count
+//     < 2); the "kld" object follows its KL-divergence mode (0 unless count
+//     > 10; covariances 0 when count < 10).
 //   - A statistic that needs a base model (the "kld" object) is absent when
 //     no base log-probs were given.
 //   - Timing (wall time, tokens/s) lives only in the separate "timing" object,

@@ -207,6 +207,13 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if o.KLDRows > 0 && o.KLDRows != base.Header().KLRows {
 			return usageErr(fmt.Errorf("--kld-rows %d, but %s holds %d rows", o.KLDRows, o.KLDBase, base.Header().KLRows))
 		}
+		for _, w := range ws { // shapes and (llama.cpp file) tokens, before any forward pass
+			if _, ok, err := base.Window(w); err != nil {
+				return usageErr(err)
+			} else if !ok && klMode == compare.KLScored {
+				return usageErr(fmt.Errorf("%s holds no base log-probs for window %d: it was made for a different run", o.KLDBase, w.Index))
+			}
+		}
 	}
 	var save *compare.StoreWriter
 	var modelHash string

@@ -302,3 +302,35 @@ func TestEvalDatasetMethods(t *testing.T) {
 		}
 	}
 }
+
+// A llama.cpp base file used with another method is refused before any
+// forward pass, as an input error.
+func TestEvalKLDWrongMethod(t *testing.T) {
+	base, tokens := evalFixture(t, 1, 140)
+	lc := filepath.Join(t.TempDir(), "base.kld")
+	if code, _, e := runQPPL(t, "eval", "--model", base, "--tokens", tokens, "--method", "llamacpp", "--ctx", "32", "--save-logits", lc, "--logits-format", "llamacpp"); code != 0 {
+		t.Fatal(e)
+	}
+	code, _, stderr := runQPPL(t, "eval", "--model", base, "--tokens", tokens, "--method", "exl3-ppl", "--ctx", "32", "--kld-base", lc)
+	if code != 2 || !strings.Contains(stderr, "stale or mismatched") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	// Without qppl's trailer (a file as llama-perplexity writes it), the
+	// window shapes and tokens are what is checked.
+	raw, _ := os.ReadFile(lc)
+	n := int(binary.LittleEndian.Uint32(raw[len(raw)-12:]))
+	plain := filepath.Join(t.TempDir(), "plain.kld")
+	os.WriteFile(plain, raw[:len(raw)-12-n], 0o644)
+	code, _, stderr = runQPPL(t, "eval", "--model", base, "--tokens", tokens, "--method", "exl3-ppl", "--ctx", "32", "--kld-base", plain)
+	if code != 2 || !strings.Contains(stderr, "window 0 was stored with first target 17 and 32 tokens, this run has 1 and 32") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runQPPL(t, "eval", "--model", base, "--tokens", tokens, "--method", "llamacpp", "--ctx", "32", "--kld-base", plain)
+	if code != 0 {
+		t.Errorf("plain llama.cpp file: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runQPPL(t, "eval", "--model", base, "--tokens", tokens, "--method", "compare_q", "--ctx", "32", "--save-logits", lc, "--logits-format", "llamacpp")
+	if code != 2 || !strings.Contains(stderr, "needs method llamacpp") {
+		t.Errorf("llamacpp format with compare_q: exit %d: %s", code, stderr)
+	}
+}

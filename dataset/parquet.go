@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,23 @@ func readParquetColumn(r io.ReaderAt, size int64, col string) (rows []string, er
 	}()
 	if size < 12 {
 		return nil, fmt.Errorf("file too short (%d bytes) to be parquet", size)
+	}
+	// Check the magic numbers and the footer length before the library
+	// allocates a buffer of the length the file claims.
+	var head, tail [4]byte
+	var foot [8]byte
+	if _, err := r.ReadAt(head[:], 0); err != nil {
+		return nil, err
+	}
+	if _, err := r.ReadAt(foot[:], size-8); err != nil {
+		return nil, err
+	}
+	copy(tail[:], foot[4:])
+	if string(head[:]) != "PAR1" || string(tail[:]) != "PAR1" {
+		return nil, fmt.Errorf("not a parquet file (magic %q…%q, want \"PAR1\"; encrypted files are not supported)", head[:], tail[:])
+	}
+	if n := int64(binary.LittleEndian.Uint32(foot[:4])); n == 0 || n > size-12 {
+		return nil, fmt.Errorf("footer length %d does not fit in a %d-byte file (truncated?)", n, size)
 	}
 	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {

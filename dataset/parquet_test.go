@@ -105,7 +105,14 @@ func TestParquetErrors(t *testing.T) {
 
 	// Truncation at every length, and single-byte corruptions, must give an
 	// error or (for corruptions the format cannot detect) a result, never a panic.
+	// Every length near both ends, a stride through the middle.
+	var cuts []int
 	for n := 0; n < len(data); n++ {
+		if n < 64 || n > len(data)-64 || n%37 == 0 {
+			cuts = append(cuts, n)
+		}
+	}
+	for _, n := range cuts {
 		p := filepath.Join(dir, "trunc.parquet")
 		os.WriteFile(p, data[:n], 0o644)
 		if _, err := Load(p, LoadOptions{}); err == nil {
@@ -115,11 +122,23 @@ func TestParquetErrors(t *testing.T) {
 		}
 	}
 	for i := 0; i < len(data); i++ {
+		if i >= 64 && i < len(data)-256 && i%7 != 0 {
+			continue
+		}
 		b := append([]byte(nil), data...)
 		b[i] ^= 0xff
 		p := filepath.Join(dir, "flip.parquet")
 		os.WriteFile(p, b, 0o644)
 		Load(p, LoadOptions{}) // must not panic
+	}
+
+	// A footer length beyond the file is rejected before any allocation.
+	b := append([]byte(nil), data...)
+	b[len(b)-5] = 0x7f
+	p0 := filepath.Join(dir, "footer.parquet")
+	os.WriteFile(p0, b, 0o644)
+	if _, err := Load(p0, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "footer length") {
+		t.Errorf("huge footer: %v", err)
 	}
 
 	// Wrong column and non-string column.

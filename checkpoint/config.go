@@ -17,9 +17,14 @@ var supportedModelTypes = []string{"llama", "mistral", "qwen2", "qwen3"}
 // SupportedModelTypes returns the model_type values ParseConfig accepts.
 func SupportedModelTypes() []string { return append([]string(nil), supportedModelTypes...) }
 
-// maxDim bounds every size read from config.json, so that products of two
-// sizes never overflow and nonsense is rejected before anything allocates.
-const maxDim = 1 << 24
+// Upper bounds on sizes read from config.json, far above any real model,
+// so that products of sizes never overflow and nonsense is rejected before
+// anything is allocated from it.
+const (
+	maxDim      = 1 << 24 // vocab, intermediate
+	maxSmallDim = 1 << 16 // layers, heads, head_dim
+	maxPos      = 1 << 31
+)
 
 // Config is config.json of a causal LM, with Hugging Face transformers'
 // field names and defaults applied.
@@ -225,19 +230,19 @@ func (c *Config) check(name string) error {
 		return fmt.Errorf("%w: %s: %s", ErrConfig, name, fmt.Sprintf(f, a...))
 	}
 	for _, v := range []struct {
-		key string
-		val int
+		key      string
+		val, max int
 	}{
-		{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize},
-		{"intermediate_size", c.IntermediateSize}, {"num_hidden_layers", c.NumHiddenLayers},
-		{"num_attention_heads", c.NumAttentionHeads}, {"num_key_value_heads", c.NumKeyValueHeads},
-		{"head_dim", c.HeadDim}, {"max_position_embeddings", c.MaxPositionEmbeddings},
+		{"vocab_size", c.VocabSize, maxDim}, {"hidden_size", c.HiddenSize, maxDim},
+		{"intermediate_size", c.IntermediateSize, maxDim}, {"num_hidden_layers", c.NumHiddenLayers, maxSmallDim},
+		{"num_attention_heads", c.NumAttentionHeads, maxSmallDim}, {"num_key_value_heads", c.NumKeyValueHeads, maxSmallDim},
+		{"head_dim", c.HeadDim, maxSmallDim}, {"max_position_embeddings", c.MaxPositionEmbeddings, maxPos},
 	} {
 		if v.val <= 0 {
 			return bad("%s must be positive, got %d", v.key, v.val)
 		}
-		if v.val > maxDim {
-			return bad("%s = %d exceeds the limit %d", v.key, v.val, maxDim)
+		if v.val > v.max {
+			return bad("%s = %d exceeds the limit %d", v.key, v.val, v.max)
 		}
 	}
 	switch {

@@ -1,16 +1,62 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/quant"
 )
 
-// STUB: replaced by the owner of the "inspect" command.
 func newInspectCmd() *cli.Command {
 	return &cli.Command{
-		Name:   "inspect",
-		Usage:  "(not implemented yet)",
-		Action: func(*cli.Context) error { return errors.New("inspect: not implemented yet") },
+		Name:      "inspect",
+		Usage:     "print each Linear's stored format and compare_q's bits-per-weight accounting",
+		UsageText: "qppl inspect --model DIR [--json]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "model directory", Required: true},
+			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			return inspectRun(c.App.Writer, c.String("model"), c.Bool("json"))
+		},
 	}
+}
+
+func inspectRun(w io.Writer, dir string, asJSON bool) error {
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer m.Close()
+	r, err := quant.Inspect(m)
+	if err != nil {
+		return usageErr(err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "module\tformat\tout\tin\tbytes\tbpw\t")
+	for _, mi := range r.Modules {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t\n", mi.Module, mi.Format, mi.Out, mi.In, mi.Bytes, mi.BPW)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	head := r.Head
+	if r.HeadTied {
+		head += " (tied)"
+	}
+	fmt.Fprintf(w, "\nquant_method %s, format %s\n", r.Method, r.Format)
+	fmt.Fprintf(w, "decoder layers: %.4f bpw (%d bytes / %d weights)\n", r.BPWLayer, r.LayerBytes, r.LayerWeights)
+	fmt.Fprintf(w, "head %s: %s, %.4f bpw\n", head, r.HeadFormat, r.BPWHead)
+	fmt.Fprintf(w, "VRAM estimate (head + layers): %.6f GB; tensors %d bytes, files %d bytes on disk\n", r.VRAMGB, r.TensorBytes, r.FileBytes)
+	return nil
 }

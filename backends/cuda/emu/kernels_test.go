@@ -184,20 +184,24 @@ func TestLogitsStats(t *testing.T) {
 	aux := make([]float32, 2*rows)
 	for r := 0; r < rows; r++ {
 		lb := logSoftmax64(randF32(rng, V, 2))
-		mn := math.Inf(1)
+		lb[7] = -30 // below llama.cpp's floor of -16 in the u16 records
+		hi := math.Inf(-1)
 		for _, v := range lb {
-			mn = math.Min(mn, v)
+			hi = math.Max(hi, v)
 		}
-		sc := -mn / 65534
-		aux[2*r], aux[2*r+1] = float32(mn), float32(sc)
+		lo := hi - 16
+		sc := float32(hi-lo) / 65535
+		aux[2*r], aux[2*r+1] = sc, float32(lo)
 		for c, v := range lb {
 			base[r*V+c] = float32(v)
-			code := uint16(math.Round((v - mn) / sc))
+			code := uint16(0)
+			if v > lo {
+				code = uint16(math.Round((v - lo) / float64(sc)))
+			}
 			binary.LittleEndian.PutUint16(codes[2*(r*V+c):], code)
 		}
 	}
 	base[2*V+3] = float32(math.Inf(-1))
-	binary.LittleEndian.PutUint16(codes[2*(2*V+3):], 65535)
 	px, pt := upF32(t, d, x), upI32(t, d, targets)
 	for _, kind := range []int32{device.BaseNone, device.BaseF32, device.BaseU16} {
 		pn, pk, ptop := allocT(t, d, 4*rows), allocT(t, d, 4*rows), allocT(t, d, 4*rows*K)
@@ -227,10 +231,11 @@ func TestLogitsStats(t *testing.T) {
 						b = float64(base[r*V+c])
 					} else {
 						code := binary.LittleEndian.Uint16(codes[2*(r*V+c):])
-						if code == 65535 {
+						b = float64(aux[2*r]*float32(code) + aux[2*r+1])
+						if b <= -16 {
 							continue
 						}
-						b = float64(float32(aux[2*r]) + float32(aux[2*r+1])*float32(code))
+						b = math.Min(b, 0)
 					}
 					if math.IsInf(b, -1) {
 						continue

@@ -6,7 +6,8 @@
 
 #define BASE_NONE 0
 #define BASE_F32 1 // base[rows][V] float32 log-probs
-#define BASE_U16 2 // base[rows][V] uint16 codes, lp = aux[2r] + aux[2r+1]*code (65535 = -inf)
+#define BASE_U16 2 // llama.cpp records: base[rows][V] uint16 q, lp = aux[2r]*q + aux[2r+1]
+                   // (aux = float32 scale, min_log_prob); lp <= -16 counts as probability 0
 
 __device__ __forceinline__ void block_argmax(float &v, int &ix, float *rv, int *ri) {
 	int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -51,14 +52,16 @@ EXTERN_C __global__ void logits_stats(const float *logits, int rows, int V, cons
 	}
 	if (baseKind != BASE_NONE) {
 		float acc = 0.0f;
-		float off = baseKind == BASE_U16 ? baseAux[2 * r] : 0.0f, sc = baseKind == BASE_U16 ? baseAux[2 * r + 1] : 0.0f;
+		float sc = baseKind == BASE_U16 ? baseAux[2 * r] : 0.0f, mn = baseKind == BASE_U16 ? baseAux[2 * r + 1] : 0.0f;
 		for (int c = threadIdx.x; c < V; c += blockDim.x) {
 			float b;
 			if (baseKind == BASE_F32) {
 				b = ((const float *)base)[(size_t)r * V + c];
 			} else {
 				unsigned code = ((const unsigned short *)base)[(size_t)r * V + c];
-				b = code == 65535u ? -INFINITY : off + sc * (float)code;
+				b = sc * (float)code + mn;
+				if (b <= -16.0f) b = -INFINITY; // llama.cpp's floor
+				if (b > 0.0f) b = 0.0f;
 			}
 			if (b > -INFINITY) acc += expf(b) * (b - (x[c] - lse));
 		}

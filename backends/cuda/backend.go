@@ -1,0 +1,371 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/quant"
+)
+
+// Options configures the CUDA backend.
+type Options struct {
+	Name      string    // Info().Name: "cuda" (default) or "emu"
+	Precision string    // GEMM input / activation dtype: bf16 (default), fp16, fp32
+	MaxTokens int       // longest window the buffers are planned for (default 2048)
+	SplitGB   []float64 // per-device budget in GB (--gpu-split); nil: each device's free memory
+	HeadRows  int       // logits rows per head chunk (default 256)
+	Log       io.Writer // the memory plan is printed here when non-nil
+}
+
+// Backend implements backends.Backend, backends.LogProber and
+// backends.Prober on one or more devices.
+type Backend struct {
+	mu      sync.Mutex
+	opt     Options
+	spec    *arch.Spec
+	odt     device.DType
+	plan    *Plan
+	devs    []*devState
+	headDev int
+	closed  bool
+}
+
+var (
+	_ backends.Backend   = (*Backend)(nil)
+	_ backends.LogProber = (*Backend)(nil)
+	_ backends.Prober    = (*Backend)(nil)
+)
+
+// layerDev is one decoder layer's weights on its device.
+type layerDev struct {
+	attnNorm, mlpNorm, qNorm, kNorm device.Ptr // fp32
+	lin                             [7]*devLinear
+	bias                            [7]device.Ptr // fp32 biases of q, k, v, o (0 when absent)
+}
+
+// devState is one device's weights and buffers. Shapes (T = MaxTokens,
+// C hidden, Q = heads·head_dim, KV = kv_heads·head_dim, I intermediate):
+type devState struct {
+	d            device.Device
+	first, end   int
+	layers       []layerDev
+	scratch      device.Ptr // one dequantized Linear (GEMM dtype)
+	x, h, proj   device.Ptr // [T][C] fp32: residual stream, norm output, projection output
+	xa           device.Ptr // [T][max(C,Q,I)] GEMM dtype: the current Linear input
+	q, att       device.Ptr // [T][Q] fp32
+	k, v         device.Ptr // [T][KV] fp32
+	gate, up     device.Ptr // [T][I] fp32
+	ids          device.Ptr // [T] int32 (device 0)
+	cos, sin     device.Ptr // [T][D/2] fp32 RoPE tables
+	embed        device.Ptr // [V][C] embedding (device 0; head device when tied)
+	embedDT      device.DType
+	finalNorm    device.Ptr // [C] fp32 (head device)
+	head         *devLinear
+	logits, base device.Ptr // [HeadRows][V] fp32
+	targets      device.Ptr // [HeadRows] int32
+	nll, kl      device.Ptr // [HeadRows] fp32
+	top          device.Ptr
+	topCap       int
+	xaSrc        device.Ptr // fp32 buffer whose plain cast xa currently holds (0: none)
+}
+
+// New loads the model described by m onto devs (layers split in order by
+// memory) after printing the memory plan to opt.Log and checking it
+// against each device's free memory. Nothing is allocated when the plan
+// does not fit.
+func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, error) {
+	if m == nil || m.Config == nil {
+		return nil, errors.New("cuda: nil model or config")
+	}
+	if len(devs) == 0 {
+		return nil, errors.New("cuda: no devices")
+	}
+	if opt.Name == "" {
+		opt.Name = "cuda"
+	}
+	if opt.MaxTokens == 0 {
+		opt.MaxTokens = 2048
+	}
+	if opt.HeadRows == 0 {
+		opt.HeadRows = 256
+	}
+	if opt.MaxTokens < 1 || opt.HeadRows < 1 {
+		return nil, fmt.Errorf("cuda: MaxTokens %d and HeadRows %d must be positive", opt.MaxTokens, opt.HeadRows)
+	}
+	if opt.SplitGB != nil && len(opt.SplitGB) != len(devs) {
+		return nil, fmt.Errorf("cuda: --gpu-split has %d values for %d devices", len(opt.SplitGB), len(devs))
+	}
+	odt, err := device.ParseDType(opt.Precision)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	spec, err := arch.For(m.Config)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if spec.HeadDim > device.AttnMaxHead {
+		return nil, fmt.Errorf("cuda: head_dim %d exceeds the attention kernel's %d", spec.HeadDim, device.AttnMaxHead)
+	}
+	scheme, err := quant.Parse(m.Config)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
+	}
+	b := &Backend{opt: opt, spec: spec, odt: odt}
+	ld := &loader{m: m, spec: spec, scheme: scheme, odt: odt}
+
+	// Pass 1: sizes only (host copies are dropped).
+	in := planInput{layerBytes: make([]int64, spec.Layers)}
+	for i := 0; i < spec.Layers; i++ {
+		lb, sc, err := ld.layerSize(i)
+		if err != nil {
+			return nil, err
+		}
+		in.layerBytes[i] = lb
+		in.scratch = max(in.scratch, sc)
+	}
+	embRaw, embDT, err := ld.embedding()
+	if err != nil {
+		return nil, err
+	}
+	in.embedBytes = int64(len(embRaw))
+	head, err := ld.head(embRaw, embDT)
+	if err != nil {
+		return nil, err
+	}
+	C, V, T := spec.Hidden, spec.Vocab, opt.MaxTokens
+	in.headBytes = int64(4 * C)
+	if !spec.TiedHead {
+		in.headBytes += head.bytes()
+	} else {
+		in.tiedExtra = int64(len(embRaw))
+	}
+	if !head.direct {
+		in.headScratch = int64(V * C * odt.Size())
+	}
+	Q, KV, I := spec.Heads*spec.HeadDim, spec.KVHeads*spec.HeadDim, spec.Intermediate
+	in.act = int64(T) * (int64(3*C*4) + int64(max(C, Q, I)*odt.Size()) + int64(2*Q*4) + int64(2*KV*4) + int64(2*I*4) + 4 + int64(spec.HeadDim*4))
+	R := min(opt.HeadRows, T)
+	in.logits = int64(R)*int64(V)*8 + int64(R)*(4*3+4*16)
+
+	names := make([]string, len(devs))
+	free := make([]int64, len(devs))
+	budget := make([]int64, len(devs))
+	for i, d := range devs {
+		names[i] = d.Name()
+		f, _, err := d.MemInfo()
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %s: %w", d.Name(), err)
+		}
+		free[i], budget[i] = f, f
+		if opt.SplitGB != nil {
+			budget[i] = int64(opt.SplitGB[i] * 1e9)
+			if budget[i] > f {
+				return nil, fmt.Errorf("cuda: --gpu-split gives %s %.3f GB but it has only %s free", d.Name(), opt.SplitGB[i], gb(f))
+			}
+		}
+	}
+	plan, err := split(names, free, budget, in)
+	if plan != nil {
+		plan.Precision, plan.MaxTokens = odt.String(), T
+		if opt.Log != nil {
+			plan.Write(opt.Log)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.plan = plan
+
+	// Pass 2: allocate and upload.
+	ok := false
+	defer func() {
+		if !ok {
+			b.free()
+		}
+	}()
+	for i, d := range devs {
+		dp := plan.Devices[i]
+		ds := &devState{d: d, first: dp.FirstLayer, end: dp.EndLayer}
+		b.devs = append(b.devs, ds)
+		if dp.EndLayer == dp.FirstLayer && !dp.HoldsHead && i != 0 {
+			continue
+		}
+		if err := b.allocBuffers(ds, dp, in); err != nil {
+			return nil, err
+		}
+		for l := dp.FirstLayer; l < dp.EndLayer; l++ {
+			lw, err := ld.uploadLayer(d, l)
+			if err != nil {
+				return nil, err
+			}
+			ds.layers = append(ds.layers, lw)
+		}
+		if dp.HoldsHead {
+			b.headDev = i
+		}
+	}
+	// embedding on device 0, head (and its embedding copy when tied) on the head device
+	d0, dh := b.devs[0], b.devs[b.headDev]
+	if d0.embed, err = allocCopy(d0.d, embRaw); err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", arch.EmbedName, err)
+	}
+	d0.embedDT = embDT
+	if spec.TiedHead {
+		if b.headDev == 0 {
+			head.bufs = nil
+			dh.head = &devLinear{hostLinear: head, ptrs: []device.Ptr{d0.embed}}
+		} else if dh.head, err = upload(dh.d, head); err != nil {
+			return nil, err
+		}
+	} else if dh.head, err = upload(dh.d, head); err != nil {
+		return nil, err
+	}
+	norm, err := ld.vec(arch.FinalNormName, C)
+	if err != nil {
+		return nil, err
+	}
+	if dh.finalNorm, err = allocCopy(dh.d, norm); err != nil {
+		return nil, err
+	}
+	ok = true
+	return b, nil
+}
+
+// Plan returns the memory plan the backend was loaded with.
+func (b *Backend) Plan() *Plan { return b.plan }
+
+func allocCopy(d device.Device, data []byte) (device.Ptr, error) {
+	p, err := d.Alloc(int64(max(len(data), 1)))
+	if err != nil {
+		return 0, err
+	}
+	if err := d.CopyIn(p, data); err != nil {
+		return 0, err
+	}
+	return p, nil
+}
+
+func (b *Backend) allocBuffers(ds *devState, dp DevicePlan, in planInput) error {
+	s := b.spec
+	T, C := b.opt.MaxTokens, s.Hidden
+	Q, KV, I, D := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.Intermediate, s.HeadDim
+	d := ds.d
+	var err error
+	a := func(p *device.Ptr, n int64) {
+		if err == nil {
+			*p, err = d.Alloc(max(n, 1))
+			if err != nil {
+				err = fmt.Errorf("cuda: %s: allocating %d bytes: %w", d.Name(), n, err)
+			}
+		}
+	}
+	t := int64(T)
+	if dp.Scratch > 0 {
+		a(&ds.scratch, dp.Scratch)
+	}
+	a(&ds.x, t*int64(C)*4)
+	a(&ds.h, t*int64(C)*4)
+	a(&ds.proj, t*int64(C)*4)
+	a(&ds.xa, t*int64(max(C, Q, I)*b.odt.Size()))
+	a(&ds.q, t*int64(Q)*4)
+	a(&ds.att, t*int64(Q)*4)
+	a(&ds.k, t*int64(KV)*4)
+	a(&ds.v, t*int64(KV)*4)
+	a(&ds.gate, t*int64(I)*4)
+	a(&ds.up, t*int64(I)*4)
+	a(&ds.ids, t*4)
+	a(&ds.cos, t*int64(D/2)*4)
+	a(&ds.sin, t*int64(D/2)*4)
+	if dp.HoldsHead {
+		R, V := int64(min(b.opt.HeadRows, T)), int64(s.Vocab)
+		a(&ds.logits, R*V*4)
+		a(&ds.base, R*V*4)
+		a(&ds.targets, R*4)
+		a(&ds.nll, R*4)
+		a(&ds.kl, R*4)
+		ds.topCap = 16
+		a(&ds.top, R*int64(ds.topCap)*4)
+	}
+	if err != nil {
+		return err
+	}
+	// RoPE tables in float64 from arch's inv_freq, rounded once to fp32.
+	inv := s.RopeInvFreq()
+	cs, sn := make([]float32, T*D/2), make([]float32, T*D/2)
+	for p := 0; p < T; p++ {
+		for j := 0; j < D/2; j++ {
+			ang := float64(p) * inv[j]
+			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)), float32(math.Sin(ang))
+		}
+	}
+	if err := d.CopyIn(ds.cos, f32Bytes(cs)); err != nil {
+		return err
+	}
+	return d.CopyIn(ds.sin, f32Bytes(sn))
+}
+
+// free releases every allocation (errors are ignored: devices are closed
+// by their owner anyway).
+func (b *Backend) free() {
+	for _, ds := range b.devs {
+		for _, p := range ds.all() {
+			if p != 0 {
+				ds.d.Free(p)
+			}
+		}
+	}
+	b.devs = nil
+}
+
+func (ds *devState) all() []device.Ptr {
+	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.ids, ds.cos, ds.sin,
+		ds.embed, ds.finalNorm, ds.logits, ds.base, ds.targets, ds.nll, ds.kl, ds.top}
+	for _, l := range ds.layers {
+		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm)
+		ps = append(ps, l.bias[:]...)
+		for _, li := range l.lin {
+			if li != nil {
+				ps = append(ps, li.ptrs...)
+			}
+		}
+	}
+	if ds.head != nil && ds.head.bufs == nil && !(len(ds.head.ptrs) == 1 && ds.head.ptrs[0] == ds.embed) {
+		ps = append(ps, ds.head.ptrs...)
+	}
+	seen := map[device.Ptr]bool{}
+	out := ps[:0]
+	for _, p := range ps {
+		if p != 0 && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Info implements backends.Backend.
+func (b *Backend) Info() backends.Info {
+	var names []string
+	for _, d := range b.devs {
+		names = append(names, d.d.Name())
+	}
+	return backends.Info{Name: b.opt.Name, Precision: b.odt.String(), Devices: names, Vocab: b.spec.Vocab}
+}
+
+// Close frees the device memory (the devices themselves belong to the caller).
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.free()
+		b.closed = true
+	}
+	return nil
+}

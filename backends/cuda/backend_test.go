@@ -1,0 +1,118 @@
+package cuda
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/backendtest"
+	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/backends/cuda/emu"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/reference"
+)
+
+func emuDevices(t testing.TB, n int, mem int64) []device.Device {
+	t.Helper()
+	var ds []device.Device
+	for i := 0; i < n; i++ {
+		d, err := emu.New(emu.Options{Name: "emu:" + string(rune('0'+i)), MemBytes: mem, CheckGuards: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+func openModel(t testing.TB, dir string) *checkpoint.Model {
+	t.Helper()
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestConformance runs the shared backend suite on the emulator. The
+// tolerance covers fp32 arithmetic only (the suite compares the backend with
+// itself): NLL from the fused kernel's fp32 log-sum-exp against the host's
+// float64 normalization of the same fp32 logits, and self-KL.
+func TestConformance(t *testing.T) {
+	for _, prec := range []string{"bf16", "fp32"} {
+		t.Run(prec, func(t *testing.T) {
+			backendtest.Run(t, func(t *testing.T, dir string) backends.Backend {
+				b, err := New(openModel(t, dir), emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: prec, MaxTokens: 128, HeadRows: 48})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}, backendtest.Tolerance(2e-5))
+		})
+	}
+}
+
+// compareWithReference scores one window with both backends and returns
+// the largest |ΔNLL|.
+func compareWithReference(t *testing.T, dir string, devs []device.Device, opt Options, toks []int32) (maxd, meand float64, b *Backend) {
+	t.Helper()
+	m := openModel(t, dir)
+	ref, err := reference.New(m, reference.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	b, err = New(m, devs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	w := backends.Window{Tokens: toks, First: 1}
+	rs, err := ref.Score(context.Background(), w, backends.Request{TopK: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := b.Score(context.Background(), w, backends.Request{TopK: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rs.NLL {
+		d := math.Abs(rs.NLL[i] - es.NLL[i])
+		maxd = math.Max(maxd, d)
+		meand += d / float64(len(rs.NLL))
+	}
+	return maxd, meand, b
+}
+
+func testTokens(n int, vocab int, seed uint64) []int32 {
+	t := make([]int32, n)
+	x := seed*2654435761 + 1
+	for i := range t {
+		x = x*6364136223846793005 + 1442695040888963407
+		t[i] = int32((x >> 33) % uint64(vocab))
+	}
+	return t
+}
+
+// TestAgainstReference: every architecture, every precision, end to end
+// against the float64 reference. Tolerances: docs/cuda.md.
+func TestAgainstReference(t *testing.T) {
+	type tl struct{ max, mean float64 }
+	tol := map[string]tl{"fp32": {1e-4, 2e-5}, "bf16": {0.25, 0.06}, "fp16": {0.04, 0.01}}
+	for _, a := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+		dir := t.TempDir()
+		if _, err := backendtest.WriteModel(dir, a, 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, prec := range []string{"fp32", "bf16", "fp16"} {
+			maxd, meand, _ := compareWithReference(t, dir, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: prec, MaxTokens: 96}, testTokens(90, backendtest.Vocab, 7))
+			t.Logf("%s %s: max |ΔNLL| %.3g, mean %.3g", a, prec, maxd, meand)
+			if maxd > tol[prec].max || meand > tol[prec].mean {
+				t.Errorf("%s %s: max |ΔNLL| %.3g, mean %.3g, tolerance %g, %g", a, prec, maxd, meand, tol[prec].max, tol[prec].mean)
+			}
+		}
+	}
+}

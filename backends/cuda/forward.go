@@ -1,0 +1,491 @@
+package cuda
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/cuda/device"
+)
+
+// probeFunc receives a device buffer holding T rows of width fp32 values.
+type probeFunc func(ds *devState, layer int, site string, p device.Ptr, width int) error
+
+// elementwise launch geometry
+func ew(n int) (device.Dim3, device.Dim3) { return grid1(n) }
+
+// linear computes out[rows][l.out] = in[rows][l.in]·Wᵀ (+ bias), where the
+// input is first cast to the GEMM dtype, or fake-quantized when the
+// checkpoint prescribes activation quantization, and W is the stored dense
+// weight or its dequantization into the device's scratch.
+// Reference: reference.linear (quant.ActQuantizer, Dequantize, Dgemm).
+func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, out, bias device.Ptr) error {
+	d := ds.d
+	n := rows * l.in
+	if a := l.act; a != nil {
+		err := d.Launch(device.KActQuant, device.D1(rows), device.D1(128), 0, ds.xa, int32(b.odt), in, int32(rows), int32(l.in),
+			a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
+		if err != nil {
+			return fmt.Errorf("%s input: %w", l.module, err)
+		}
+		ds.xaSrc = 0
+	} else if ds.xaSrc != in {
+		g, bl := ew(n)
+		if err := d.Launch(device.KCastAct, g, bl, 0, ds.xa, in, int32(n), int32(b.odt)); err != nil {
+			return err
+		}
+		ds.xaSrc = in
+	}
+	w, err := l.weight(d, ds.scratch, b.odt)
+	if err != nil {
+		return err
+	}
+	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.odt, BType: b.odt}); err != nil {
+		return fmt.Errorf("%s: %w", l.module, err)
+	}
+	if bias != 0 {
+		g, bl := ew(rows * l.out)
+		if err := d.Launch(device.KAddBiasRows, g, bl, 0, out, bias, int32(rows), int32(l.out)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forward runs the decoder over ids, leaving the final-norm output in the
+// head device's h buffer. It mirrors reference.forward op for op:
+//
+//	x = embed(ids)
+//	for each layer: h = rmsnorm(x)·w; q,k,v = h·Wᵀ (+b); [qwen3: q,k = rmsnorm per head];
+//	                rope(q,k); a = attention(q,k,v); x += a·Woᵀ (+b);
+//	                h = rmsnorm(x)·w; x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
+//	h = rmsnorm(x)·w_final
+func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) error {
+	s := b.spec
+	T, C, H, KVH, D, I := len(ids), s.Hidden, s.Heads, s.KVHeads, s.HeadDim, s.Intermediate
+	eps := float32(s.Eps)
+	ds := b.devs[0]
+	if err := ds.d.CopyIn(ds.ids, i32Bytes(ids)); err != nil {
+		return err
+	}
+	g, bl := ew(T * C)
+	if err := ds.d.Launch(device.KEmbedGather, g, bl, 0, ds.x, ds.embed, int32(ds.embedDT), ds.ids, int32(T), int32(C), int32(s.Vocab)); err != nil {
+		return err
+	}
+	if probe != nil {
+		if err := probe(ds, -1, arch.SiteEmbed, ds.x, C); err != nil {
+			return err
+		}
+	}
+	pr := func(ds *devState, layer int, site string, p device.Ptr, w int) error {
+		if probe == nil {
+			return nil
+		}
+		return probe(ds, layer, site, p, w)
+	}
+	cur := ds
+	move := func(to *devState) error { // hidden state to another device, through the host
+		if to == cur {
+			return nil
+		}
+		buf := make([]byte, T*C*4)
+		if err := cur.d.CopyOut(buf, cur.x); err != nil {
+			return err
+		}
+		if err := to.d.CopyIn(to.x, buf); err != nil {
+			return err
+		}
+		cur = to
+		return nil
+	}
+	for _, ds := range b.devs {
+		for li := ds.first; li < ds.end; li++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := move(ds); err != nil {
+				return err
+			}
+			lw := &ds.layers[li-ds.first]
+			d := ds.d
+			ds.xaSrc = 0
+			norm := func(out, in, w device.Ptr, rows, cols int) error {
+				return d.Launch(device.KRMSNorm, device.D1(rows), device.D1(128), 0, out, in, w, int32(rows), int32(cols), eps)
+			}
+			if err := norm(ds.h, ds.x, lw.attnNorm, T, C); err != nil {
+				return err
+			}
+			if err := pr(ds, li, arch.SiteAttnNorm, ds.h, C); err != nil {
+				return err
+			}
+			for k, out := range []device.Ptr{ds.q, ds.k, ds.v} {
+				if err := b.linear(ds, lw.lin[k], ds.h, T, out, lw.bias[k]); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+			}
+			if lw.qNorm != 0 {
+				if err := norm(ds.q, ds.q, lw.qNorm, T*H, D); err != nil {
+					return err
+				}
+				if err := norm(ds.k, ds.k, lw.kNorm, T*KVH, D); err != nil {
+					return err
+				}
+			}
+			g, bl := ew(T * H * D / 2)
+			if err := d.Launch(device.KRope, g, bl, 0, ds.q, ds.cos, ds.sin, int32(T), int32(H), int32(D)); err != nil {
+				return err
+			}
+			g, bl = ew(T * KVH * D / 2)
+			if err := d.Launch(device.KRope, g, bl, 0, ds.k, ds.cos, ds.sin, int32(T), int32(KVH), int32(D)); err != nil {
+				return err
+			}
+			grid := device.Dim3{X: (T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: H, Z: 1}
+			scale := float32(1 / math.Sqrt(float64(D)))
+			if err := d.Launch(device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnBlockK*D*4,
+				ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt)); err != nil {
+				return err
+			}
+			if err := b.linear(ds, lw.lin[3], ds.att, T, ds.proj, lw.bias[3]); err != nil {
+				return fmt.Errorf("layer %d: %w", li, err)
+			}
+			if err := pr(ds, li, arch.SiteAttnOut, ds.proj, C); err != nil {
+				return err
+			}
+			g, bl = ew(T * C)
+			if err := d.Launch(device.KAddInplace, g, bl, 0, ds.x, ds.proj, int32(T*C)); err != nil {
+				return err
+			}
+			if err := norm(ds.h, ds.x, lw.mlpNorm, T, C); err != nil {
+				return err
+			}
+			ds.xaSrc = 0
+			if err := pr(ds, li, arch.SiteMLPNorm, ds.h, C); err != nil {
+				return err
+			}
+			if err := b.linear(ds, lw.lin[4], ds.h, T, ds.gate, 0); err != nil {
+				return fmt.Errorf("layer %d: %w", li, err)
+			}
+			if err := b.linear(ds, lw.lin[5], ds.h, T, ds.up, 0); err != nil {
+				return fmt.Errorf("layer %d: %w", li, err)
+			}
+			g, bl = ew(T * I)
+			if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+				return err
+			}
+			if err := b.linear(ds, lw.lin[6], ds.gate, T, ds.proj, 0); err != nil {
+				return fmt.Errorf("layer %d: %w", li, err)
+			}
+			if err := pr(ds, li, arch.SiteMLPOut, ds.proj, C); err != nil {
+				return err
+			}
+			g, bl = ew(T * C)
+			if err := d.Launch(device.KAddInplace, g, bl, 0, ds.x, ds.proj, int32(T*C)); err != nil {
+				return err
+			}
+			if err := pr(ds, li, arch.SiteLayerOut, ds.x, C); err != nil {
+				return err
+			}
+		}
+	}
+	hd := b.devs[b.headDev]
+	if err := move(hd); err != nil {
+		return err
+	}
+	hd.xaSrc = 0
+	if err := hd.d.Launch(device.KRMSNorm, device.D1(T), device.D1(128), 0, hd.h, hd.x, hd.finalNorm, int32(T), int32(C), eps); err != nil {
+		return err
+	}
+	return pr(hd, -1, arch.SiteFinalNorm, hd.h, C)
+}
+
+// headChunk computes logits rows [r0, r1) of the head device's h into its
+// logits buffer: logits = rows(h)·W_headᵀ.
+func (b *Backend) headChunk(r0, r1 int) error {
+	hd := b.devs[b.headDev]
+	C := b.spec.Hidden
+	in := hd.h + device.Ptr(r0*C*4)
+	hd.xaSrc = 0
+	return b.linear(hd, hd.head, in, r1-r0, hd.logits, 0)
+}
+
+// check validates a window.
+func (b *Backend) check(w backends.Window) error {
+	if b.closed {
+		return fmt.Errorf("%s: backend is closed", b.opt.Name)
+	}
+	T := len(w.Tokens)
+	if T == 0 {
+		return fmt.Errorf("%s: window %d is empty", b.opt.Name, w.Index)
+	}
+	if T > b.opt.MaxTokens {
+		return fmt.Errorf("%s: window %d has %d tokens, the backend was planned for at most %d (raise --ctx / MaxTokens)", b.opt.Name, w.Index, T, b.opt.MaxTokens)
+	}
+	if err := b.spec.CheckContext(T); err != nil {
+		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+	}
+	for p, id := range w.Tokens {
+		if id < 0 || int(id) >= b.spec.Vocab {
+			return fmt.Errorf("%s: window %d position %d: token id %d outside vocabulary [0, %d)", b.opt.Name, w.Index, p, id, b.spec.Vocab)
+		}
+	}
+	return nil
+}
+
+// Score implements backends.Backend: per-position NLL (and KL, top-k) from
+// the fused logits_stats kernel; only 4 bytes per target (plus 4 for KL
+// and 4 per top-k id) come back from the device.
+func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Request) (backends.Scores, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return backends.Scores{}, err
+	}
+	if err := b.check(w); err != nil {
+		return backends.Scores{}, err
+	}
+	T, V := len(w.Tokens), b.spec.Vocab
+	if w.First < 1 || w.First > T {
+		return backends.Scores{}, fmt.Errorf("%s: window %d: First %d outside [1, %d]", b.opt.Name, w.Index, w.First, T)
+	}
+	if req.TopK < 0 || req.TopK > V {
+		return backends.Scores{}, fmt.Errorf("%s: TopK %d outside [0, %d]", b.opt.Name, req.TopK, V)
+	}
+	if req.Base != nil && req.Base.Vocab() != V {
+		return backends.Scores{}, fmt.Errorf("%s: base log-probs have vocab %d, model has %d", b.opt.Name, req.Base.Vocab(), V)
+	}
+	nt := T - w.First
+	sc := backends.Scores{NLL: make([]float64, nt)}
+	lo, hi := w.First-1, T-1
+	if req.Base != nil {
+		if req.KLAllPositions {
+			sc.KL = make([]float64, T)
+			lo, hi = 0, T
+		} else {
+			sc.KL = make([]float64, nt)
+			sc.BaseNLL = make([]float64, nt)
+		}
+	}
+	if req.TopK > 0 {
+		sc.Top = make([]int32, nt*req.TopK)
+	}
+	if lo >= hi {
+		return sc, nil
+	}
+	if err := b.forward(ctx, w.Tokens, nil); err != nil {
+		return backends.Scores{}, fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+	}
+	hd := b.devs[b.headDev]
+	d := hd.d
+	if req.TopK > hd.topCap {
+		if err := d.Free(hd.top); err != nil {
+			return backends.Scores{}, err
+		}
+		hd.top = 0
+		p, err := d.Alloc(int64(min(b.opt.HeadRows, b.opt.MaxTokens)) * int64(req.TopK) * 4)
+		if err != nil {
+			return backends.Scores{}, fmt.Errorf("%s: top-%d buffer: %w", b.opt.Name, req.TopK, err)
+		}
+		hd.top, hd.topCap = p, req.TopK
+	}
+	R := min(b.opt.HeadRows, b.opt.MaxTokens)
+	row := make([]float64, V)
+	for r0 := lo; r0 < hi; r0 += R {
+		if err := ctx.Err(); err != nil {
+			return backends.Scores{}, err
+		}
+		r1 := min(r0+R, hi)
+		n := r1 - r0
+		if err := b.headChunk(r0, r1); err != nil {
+			return backends.Scores{}, fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+		}
+		targets := make([]int32, n)
+		for i := range targets {
+			pos := r0 + i
+			targets[i] = -1
+			if pos+1 >= w.First && pos+1 < T {
+				targets[i] = w.Tokens[pos+1]
+			}
+		}
+		if err := d.CopyIn(hd.targets, i32Bytes(targets)); err != nil {
+			return backends.Scores{}, err
+		}
+		baseKind := int32(device.BaseNone)
+		if req.Base != nil {
+			baseKind = device.BaseF32
+			buf := make([]byte, n*V*4)
+			for i := 0; i < n; i++ {
+				pos := r0 + i
+				ki := pos + 1 - w.First
+				if req.KLAllPositions {
+					ki = pos
+				}
+				if err := req.Base.LogProbs(ki, row); err != nil {
+					return backends.Scores{}, fmt.Errorf("%s: window %d: base log-probs of KL position %d: %w", b.opt.Name, w.Index, ki, err)
+				}
+				for c, v := range row {
+					if math.IsNaN(v) || v > 0 {
+						return backends.Scores{}, fmt.Errorf("%s: window %d: invalid base log-prob %v at KL position %d id %d", b.opt.Name, w.Index, v, ki, c)
+					}
+					binary.LittleEndian.PutUint32(buf[4*(i*V+c):], math.Float32bits(float32(v)))
+				}
+				if !req.KLAllPositions {
+					sc.BaseNLL[ki] = -row[w.Tokens[pos+1]]
+				}
+			}
+			if err := d.CopyIn(hd.base, buf); err != nil {
+				return backends.Scores{}, err
+			}
+		}
+		var baseP device.Ptr
+		if baseKind != device.BaseNone {
+			baseP = hd.base
+		}
+		if err := d.Launch(device.KLogitsStats, device.D1(n), device.D1(256), 0, hd.logits, int32(n), int32(V), hd.targets, hd.nll,
+			baseP, baseKind, device.Ptr(0), hd.kl, int32(req.TopK), hd.top); err != nil {
+			return backends.Scores{}, err
+		}
+		nll := make([]byte, n*4)
+		if err := d.CopyOut(nll, hd.nll); err != nil {
+			return backends.Scores{}, err
+		}
+		var kl, top []byte
+		if req.Base != nil {
+			kl = make([]byte, n*4)
+			if err := d.CopyOut(kl, hd.kl); err != nil {
+				return backends.Scores{}, err
+			}
+		}
+		if req.TopK > 0 {
+			top = make([]byte, n*req.TopK*4)
+			if err := d.CopyOut(top, hd.top); err != nil {
+				return backends.Scores{}, err
+			}
+		}
+		for i := 0; i < n; i++ {
+			pos := r0 + i
+			if ti := pos + 1 - w.First; targets[i] >= 0 {
+				sc.NLL[ti] = float64(math.Float32frombits(binary.LittleEndian.Uint32(nll[4*i:])))
+				for k := 0; k < req.TopK; k++ {
+					sc.Top[ti*req.TopK+k] = int32(binary.LittleEndian.Uint32(top[4*(i*req.TopK+k):]))
+				}
+			}
+			if req.Base != nil {
+				ki := pos + 1 - w.First
+				if req.KLAllPositions {
+					ki = pos
+				}
+				sc.KL[ki] = float64(math.Float32frombits(binary.LittleEndian.Uint32(kl[4*i:])))
+			}
+		}
+	}
+	for i, v := range sc.NLL {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return backends.Scores{}, fmt.Errorf("%s: window %d target position %d: NLL is %v", b.opt.Name, w.Index, w.First+i, v)
+		}
+	}
+	return sc, nil
+}
+
+// LogProbs implements backends.LogProber: logits rows are copied back in
+// fp32 and normalized on the host in float64 (this path moves 4·V bytes
+// per position and exists to save a base model's distribution).
+func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emit func(pos int, lp []float64) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.check(w); err != nil {
+		return err
+	}
+	T, V := len(w.Tokens), b.spec.Vocab
+	if from < 0 || from > T {
+		return fmt.Errorf("%s: window %d: from %d outside [0, %d]", b.opt.Name, w.Index, from, T)
+	}
+	if from == T {
+		return nil
+	}
+	if err := b.forward(ctx, w.Tokens, nil); err != nil {
+		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+	}
+	hd := b.devs[b.headDev]
+	R := min(b.opt.HeadRows, b.opt.MaxTokens)
+	buf := make([]byte, R*V*4)
+	lp := make([]float64, V)
+	for r0 := from; r0 < T; r0 += R {
+		r1 := min(r0+R, T)
+		if err := b.headChunk(r0, r1); err != nil {
+			return err
+		}
+		if err := hd.d.CopyOut(buf[:(r1-r0)*V*4], hd.logits); err != nil {
+			return err
+		}
+		for i := 0; i < r1-r0; i++ {
+			mx := math.Inf(-1)
+			for c := 0; c < V; c++ {
+				lp[c] = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*(i*V+c):])))
+				mx = math.Max(mx, lp[c])
+			}
+			s := 0.0
+			for _, v := range lp {
+				s += math.Exp(v - mx)
+			}
+			lse := mx + math.Log(s)
+			for c := range lp {
+				lp[c] -= lse
+			}
+			if err := emit(r0+i, lp); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Probe implements backends.Prober with the sites of package arch.
+func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Point) (map[backends.Point][]float64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.check(w); err != nil {
+		return nil, err
+	}
+	want := map[backends.Point]bool{}
+	for _, p := range at {
+		ok := false
+		switch p.Site {
+		case arch.SiteEmbed, arch.SiteFinalNorm:
+			ok = p.Layer == -1
+		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut:
+			ok = p.Layer >= 0 && p.Layer < b.spec.Layers
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown probe point layer %d site %q", b.opt.Name, p.Layer, p.Site)
+		}
+		want[p] = true
+	}
+	T := len(w.Tokens)
+	out := map[backends.Point][]float64{}
+	probe := func(ds *devState, layer int, site string, p device.Ptr, width int) error {
+		pt := backends.Point{Layer: layer, Site: site}
+		if !want[pt] {
+			return nil
+		}
+		buf := make([]byte, T*width*4)
+		if err := ds.d.CopyOut(buf, p); err != nil {
+			return err
+		}
+		v := make([]float64, T*width)
+		for i := range v {
+			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:])))
+		}
+		out[pt] = v
+		return nil
+	}
+	if err := b.forward(ctx, w.Tokens, probe); err != nil {
+		return nil, fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+	}
+	return out, nil
+}

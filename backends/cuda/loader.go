@@ -1,0 +1,145 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/quant"
+)
+
+// loader reads a checkpoint's tensors through package quant (so the
+// kernels see exactly the tensors quant decodes) and arch's names.
+type loader struct {
+	m      *checkpoint.Model
+	spec   *arch.Spec
+	scheme *quant.Scheme
+	odt    device.DType
+}
+
+// vec reads a 1-D tensor (norm weight or bias) as fp32 bytes (exact for
+// BF16/F16/F32 checkpoints).
+func (ld *loader) vec(name string, n int) ([]byte, error) {
+	v, shape, err := ld.m.ReadFloat64(name)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", name, err)
+	}
+	if len(shape) != 1 || shape[0] != n || len(v) != n {
+		return nil, fmt.Errorf("cuda: %s: shape %v, want [%d]", name, shape, n)
+	}
+	return f64ToF32Bytes(v), nil
+}
+
+func (ld *loader) linear(al arch.Linear) (*hostLinear, error) {
+	l, err := ld.scheme.Linear(ld.m, al.Module)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", al.Module, err)
+	}
+	if o, i := l.Shape(); o != al.Out || i != al.In {
+		return nil, fmt.Errorf("cuda: %s: weight shape [%d %d], want [%d %d]", al.Module, o, i, al.Out, al.In)
+	}
+	return prepareLinear(l, ld.odt)
+}
+
+// layerVecs lists layer i's 1-D tensors with their lengths.
+func (ld *loader) layerVecs(i int) []struct {
+	name string
+	n    int
+} {
+	s := ld.spec
+	l := s.Layer(i)
+	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	all := []struct {
+		name string
+		n    int
+	}{{l.AttnNorm, s.Hidden}, {l.MLPNorm, s.Hidden}, {l.QNorm, s.HeadDim}, {l.KNorm, s.HeadDim},
+		{l.QBias, q}, {l.KBias, kv}, {l.VBias, kv}, {l.OBias, s.Hidden}}
+	return all
+}
+
+// layerSize returns layer i's device bytes and its largest scratch need.
+func (ld *loader) layerSize(i int) (bytes, scratch int64, err error) {
+	for _, v := range ld.layerVecs(i) {
+		if v.name != "" {
+			bytes += int64(4 * v.n)
+		}
+	}
+	for _, al := range ld.spec.LayerLinears(i) {
+		h, err := ld.linear(al)
+		if err != nil {
+			return 0, 0, err
+		}
+		bytes += h.bytes()
+		if !h.direct {
+			scratch = max(scratch, int64(h.out*h.in*ld.odt.Size()))
+		}
+	}
+	return bytes, scratch, nil
+}
+
+func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
+	var lw layerDev
+	vecs := ld.layerVecs(i)
+	dst := []*device.Ptr{&lw.attnNorm, &lw.mlpNorm, &lw.qNorm, &lw.kNorm, &lw.bias[0], &lw.bias[1], &lw.bias[2], &lw.bias[3]}
+	for k, v := range vecs {
+		if v.name == "" {
+			continue
+		}
+		b, err := ld.vec(v.name, v.n)
+		if err != nil {
+			return lw, err
+		}
+		if *dst[k], err = allocCopy(d, b); err != nil {
+			return lw, fmt.Errorf("cuda: %s: %w", v.name, err)
+		}
+	}
+	for k, al := range ld.spec.LayerLinears(i) {
+		h, err := ld.linear(al)
+		if err != nil {
+			return lw, err
+		}
+		if lw.lin[k], err = upload(d, h); err != nil {
+			return lw, err
+		}
+	}
+	return lw, nil
+}
+
+// embedding returns the embedding table's bytes and dtype (F64 → F32).
+func (ld *loader) embedding() ([]byte, device.DType, error) {
+	s := ld.spec
+	ti, ok := ld.m.Tensor(arch.EmbedName)
+	if !ok {
+		return nil, 0, fmt.Errorf("cuda: missing tensor %s", arch.EmbedName)
+	}
+	if len(ti.Shape) != 2 || ti.Shape[0] != s.Vocab || ti.Shape[1] != s.Hidden {
+		return nil, 0, fmt.Errorf("cuda: %s: shape %v, want [%d %d]", arch.EmbedName, ti.Shape, s.Vocab, s.Hidden)
+	}
+	if dt, ok := dtypeCode(string(ti.DType)); ok {
+		raw, err := ld.m.ReadRaw(arch.EmbedName)
+		if err != nil {
+			return nil, 0, fmt.Errorf("cuda: %w", err)
+		}
+		if len(raw) != s.Vocab*s.Hidden*dt.Size() {
+			return nil, 0, fmt.Errorf("cuda: %s: %d bytes, want %d", arch.EmbedName, len(raw), s.Vocab*s.Hidden*dt.Size())
+		}
+		return raw, dt, nil
+	}
+	v, _, err := ld.m.ReadFloat64(arch.EmbedName)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cuda: %w", err)
+	}
+	return f64ToF32Bytes(v), device.F32, nil
+}
+
+// head returns the output projection: lm_head through quant, or the
+// embedding table when tied.
+func (ld *loader) head(embRaw []byte, embDT device.DType) (*hostLinear, error) {
+	if !ld.spec.TiedHead {
+		return ld.linear(ld.spec.Head())
+	}
+	dts := map[device.DType]string{device.F32: "F32", device.BF16: "BF16", device.F16: "F16"}
+	dense := &quant.Dense{Base: quant.Base{Name: arch.HeadModule, Out: ld.spec.Vocab, In: ld.spec.Hidden, Fmt: "tied"}, DType: dts[embDT], Raw: embRaw}
+	return prepareLinear(dense, ld.odt)
+}

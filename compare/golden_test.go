@@ -57,3 +57,5 @@ func TestGoldenLlama3Windows(t *testing.T) {
 		t.Errorf("llamacpp: %d chunks, %d scored", len(ws), ScoredTokens(ws))
 	}
 }
+
+func writeFile(p string, b []byte) error { return os.WriteFile(p, b, 0o644) }

@@ -345,6 +345,9 @@ func (s *StoreWriter) Close() error {
 		err = cerr
 	}
 	if err == nil {
+		err = os.Chmod(s.f.Name(), 0o644)
+	}
+	if err == nil {
 		err = os.Rename(s.f.Name(), s.path)
 	}
 	s.done = true
@@ -639,7 +642,7 @@ func (s *Store) Window(w backends.Window) (lp *StoreLogProbs, ok bool, err error
 			}
 		}
 	}
-	return &StoreLogProbs{s: s, win: sw, off: s.offs[w.Index], buf: make([]byte, s.rec)}, true, nil
+	return &StoreLogProbs{s: s, win: sw, off: s.offs[w.Index]}, true, nil
 }
 
 // StoreLogProbs are one window's stored base log-probs. It implements
@@ -680,6 +683,9 @@ func (p *StoreLogProbs) LogProbs(i int, dst []float64) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.buf == nil {
+		p.buf = make([]byte, p.s.rec)
+	}
 	if _, err := p.s.f.ReadAt(p.buf, p.off+int64(i)*p.s.rec); err != nil && err != io.EOF {
 		return fmt.Errorf("reading %s: %w", p.s.path, err)
 	}

@@ -149,7 +149,8 @@ func ParseEncoding(s string) (Encoding, error) {
 }
 
 // StoreLayout returns the store windows of ws for a KL mode: every window
-// for KLScored, the first klRows windows (all positions) for KLCompareQ.
+// for KLScored, the first klRows windows (all positions; all windows when
+// there are fewer, as compare_q's `row < 10`) for KLCompareQ.
 func StoreLayout(ws []backends.Window, mode KLMode, klRows int) ([]StoreWindow, error) {
 	var out []StoreWindow
 	switch mode {
@@ -161,10 +162,8 @@ func StoreLayout(ws []backends.Window, mode KLMode, klRows int) ([]StoreWindow, 
 		if klRows <= 0 {
 			return nil, fmt.Errorf("kld rows %d: must be >= 1", klRows)
 		}
-		if klRows > len(ws) {
-			return nil, fmt.Errorf("kld rows %d is more than the %d windows of the run", klRows, len(ws))
-		}
-		for _, w := range ws[:klRows] {
+		// compare_q uses rows 0..9 when there are that many (row < 10).
+		for _, w := range ws[:min(klRows, len(ws))] {
 			out = append(out, StoreWindow{w.Index, w.First, len(w.Tokens), len(w.Tokens)})
 		}
 	default:

@@ -39,30 +39,30 @@ const (
 )
 
 type bpeJSON struct {
-	Type        string           `json:"type"`
-	Dropout     *float64         `json:"dropout"`
-	Unk         *string          `json:"unk_token"`
-	Prefix      *string          `json:"continuing_subword_prefix"`
-	Suffix      *string          `json:"end_of_word_suffix"`
-	FuseUnk     bool             `json:"fuse_unk"`
-	ByteFB      bool             `json:"byte_fallback"`
-	IgnoreMerge bool             `json:"ignore_merges"`
-	Vocab       map[string]int64 `json:"vocab"`
-	Merges      json.RawMessage  `json:"merges"`
+	Type        *string         `json:"type"`
+	Dropout     *float64        `json:"dropout"`
+	Unk         *string         `json:"unk_token"`
+	Prefix      *string         `json:"continuing_subword_prefix"`
+	Suffix      *string         `json:"end_of_word_suffix"`
+	FuseUnk     bool            `json:"fuse_unk"`
+	ByteFB      bool            `json:"byte_fallback"`
+	IgnoreMerge bool            `json:"ignore_merges"`
+	Vocab       json.RawMessage `json:"vocab"`
+	Merges      json.RawMessage `json:"merges"`
 }
 
 func parseModel(raw json.RawMessage) (*bpe, error) {
-	typ, err := typeOf(raw)
-	if err != nil {
+	// One pass over the model object; vocab and merges stay raw until the
+	// type is known to be BPE.
+	var c bpeJSON
+	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
-	if typ == "" {
-		var probe struct {
-			Merges json.RawMessage `json:"merges"`
-		}
-		if err := json.Unmarshal(raw, &probe); err == nil && !isNull(probe.Merges) {
-			typ = "BPE" // old files leave the type out
-		}
+	typ := ""
+	if c.Type != nil {
+		typ = *c.Type
+	} else if !isNull(c.Merges) {
+		typ = "BPE" // old files leave the type out
 	}
 	if typ != "BPE" {
 		if typ == "" {
@@ -70,15 +70,17 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 		}
 		return nil, fmt.Errorf("unsupported model type %q (only BPE is implemented)", typ)
 	}
-	var c bpeJSON
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("BPE: %w", err)
+	var vocab map[string]int32
+	if !isNull(c.Vocab) {
+		if err := json.Unmarshal(c.Vocab, &vocab); err != nil {
+			return nil, fmt.Errorf("BPE: vocab: %w", err)
+		}
 	}
-	if c.Vocab == nil {
+	if vocab == nil {
 		return nil, errors.New(`BPE: missing "vocab"`)
 	}
 	m := &bpe{
-		vocab:       make(map[string]int32, len(c.Vocab)),
+		vocab:       vocab,
 		unk:         -1,
 		fuseUnk:     c.FuseUnk,
 		byteFB:      c.ByteFB,
@@ -91,12 +93,11 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 	if c.Suffix != nil {
 		m.suffix = *c.Suffix
 	}
-	bound := maxIDFor(len(c.Vocab))
-	for tok, id := range c.Vocab {
-		if id < 0 || id > bound {
+	bound := maxIDFor(len(vocab))
+	for tok, id := range vocab {
+		if id < 0 || int64(id) > bound {
 			return nil, fmt.Errorf("BPE: vocab entry %q has id %d out of range", tok, id)
 		}
-		m.vocab[tok] = int32(id)
 	}
 	if c.Unk != nil {
 		id, ok := m.vocab[*c.Unk]
@@ -167,6 +168,34 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, nil
+	}
+	// Fast paths for the two uniform layouts.
+	switch firstElem(raw) {
+	case '"':
+		var ss []string
+		if err := json.Unmarshal(raw, &ss); err == nil {
+			out := make([][2]string, len(ss))
+			for i, s := range ss {
+				a, b, ok := strings.Cut(s, " ")
+				if !ok {
+					return nil, fmt.Errorf("merges[%d] %q: not two tokens separated by a space", i, s)
+				}
+				out[i] = [2]string{a, b}
+			}
+			return out, nil
+		}
+	case '[':
+		var ps [][]string
+		if err := json.Unmarshal(raw, &ps); err == nil {
+			out := make([][2]string, len(ps))
+			for i, p := range ps {
+				if len(p) != 2 {
+					return nil, fmt.Errorf("merges[%d]: not a \"a b\" string or a pair of strings", i)
+				}
+				out[i] = [2]string{p[0], p[1]}
+			}
+			return out, nil
+		}
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -436,4 +465,26 @@ func (m *bpe) resetCache() {
 	m.mu.Lock()
 	m.cache = make(map[string][]int32)
 	m.mu.Unlock()
+}
+
+// firstElem returns the first non-space byte after the opening bracket of
+// a JSON array, or 0.
+func firstElem(raw []byte) byte {
+	seen := false
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '[':
+			if !seen {
+				seen = true
+				continue
+			}
+		}
+		if seen {
+			return c
+		}
+		return 0
+	}
+	return 0
 }

@@ -39,4 +39,12 @@
 // from files are checked before allocating.
 //
 // The Hugging Face hub cache and client are in the subpackage dataset/hub.
+// Wiring for `qppl eval --dataset wikitext2 [--data FILE] [--join MODE]`:
+//
+//	c, res, err := hub.LoadWikiText(ctx, hub.WikiTextOptions{Data: data, Progress: os.Stderr}, dataset.LoadOptions{})
+//	mode, err := dataset.ParseJoinMode(join) // "" → compare_q
+//	text, err := c.Text(mode)                // then tokenize
+//	docs := c.Documents()                    // --method lm-eval: tokenize each docs[i].Detokenized
+//
+// and `--model ID [--revision R]`: dir, err := hub.ResolveModel(ctx, id, hub.ModelOptions{Revision: r, Progress: os.Stderr}).
 package dataset

@@ -33,8 +33,16 @@ type Client struct {
 	Now func() time.Time
 }
 
-// NewClient returns a client configured from cfg.
+// NewClient returns a client configured from cfg. A nil httpClient gets a
+// client whose requests fail when a server sends no response headers within
+// 30 s (as huggingface_hub's 10 s etag timeout, with room for slow links);
+// a transfer itself is bounded only by the caller's context.
 func NewClient(cfg Config, httpClient *http.Client, progress io.Writer) *Client {
+	if httpClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		httpClient = &http.Client{Transport: tr}
+	}
 	return &Client{Endpoint: cfg.Endpoint, Token: cfg.Token, HTTP: httpClient, Progress: progress}
 }
 

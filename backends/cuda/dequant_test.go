@@ -61,9 +61,9 @@ func linearCases(rng *rand.Rand) []quant.Linear {
 	// compressed-tensors pack-quantized
 	for _, c := range []struct {
 		bits, out, in, gs int
-		strategy         string
-		sym, legacy, gi  bool
-		sdt              string
+		strategy          string
+		sym, legacy, gi   bool
+		sdt               string
 	}{
 		{4, 5, 64, 32, "group", true, false, false, "BF16"},
 		{4, 8, 96, 32, "group", false, false, true, "F16"},
@@ -125,7 +125,7 @@ func linearCases(rng *rand.Rand) []quant.Linear {
 	// FP8: tensor, channel, block
 	for _, c := range []struct {
 		out, in, bh, bw int
-		name           string
+		name            string
 	}{{6, 40, 6, 40, "fp8-tensor"}, {6, 40, 1, 40, "fp8-channel"}, {10, 40, 4, 16, "fp8-block"}} {
 		sr, scn := (c.out+c.bh-1)/c.bh, (c.in+c.bw-1)/c.bw
 		ls = append(ls, &quant.FP8{Base: base(c.name, c.out, c.in), Strategy: c.name, Codes: randBytes(rng, c.out*c.in, notNaN),

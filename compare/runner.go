@@ -79,8 +79,10 @@ func (r *Runner) Run(ctx context.Context) ([]WindowResult, error) {
 			todo++
 		}
 	}
-	k := r.TopK
-	if k < 1 && (r.Base != nil || r.Top1 || r.Save != nil) {
+	k := 0 // ids per target asked of Score
+	if r.Base != nil {
+		k = max(r.TopK, 1)
+	} else if r.Top1 {
 		k = 1
 	}
 	r.Progress.Start(todo, total)

@@ -426,6 +426,15 @@ func TestCacheDiscovery(t *testing.T) {
 			if res.Source != SourceCache || len(res.Paths) != 1 || res.Paths[0] != want {
 				t.Fatalf("got %+v, want %s", res, want)
 			}
+			// The same through the process environment (the zero Env).
+			for _, k := range []string{"HOME", "XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH"} {
+				t.Setenv(k, m[k])
+			}
+			t.Setenv("HF_HUB_OFFLINE", "1")
+			res, err = ResolveWikiText(context.Background(), WikiTextOptions{})
+			if err != nil || res.Source != SourceCache || len(res.Paths) != 1 || res.Paths[0] != want {
+				t.Fatalf("process env: got %+v, %v; want %s", res, err, want)
+			}
 		})
 	}
 	// Nothing where the variables point: offline error.

@@ -28,3 +28,7 @@ fuzz:
 
 fuzz-list:
 	@for t in $(FUZZ_TARGETS); do echo $$t; done
+
+# quant (helper E): quantization_config parser and packed-tensor decoders.
+FUZZ_TARGETS += ./quant:FuzzParse
+FUZZ_TARGETS += ./quant:FuzzOpen

@@ -59,6 +59,9 @@ func openGPTQ(t tensors, c *GPTQConfig) (*GPTQ, error) {
 		return nil, t.errf(qti, "shape %v, want [in*bits/32, out]", qti.Shape)
 	}
 	in, out := qti.Shape[0]*per, qti.Shape[1]
+	if in == 0 || out == 0 {
+		return nil, t.errf(qti, "empty weight (shape %v)", qti.Shape)
+	}
 	gs := c.GroupSize
 	if gs == -1 {
 		gs = in
@@ -179,6 +182,9 @@ func openAWQ(t tensors, c *AWQConfig) (*AWQ, error) {
 		return nil, t.errf(qti, "shape %v, want [in, out/8]", qti.Shape)
 	}
 	in, out := qti.Shape[0], qti.Shape[1]*8
+	if in == 0 || out == 0 {
+		return nil, t.errf(qti, "empty weight (shape %v)", qti.Shape)
+	}
 	gs := c.GroupSize
 	if in%gs != 0 {
 		return nil, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, gs, in)

@@ -261,6 +261,9 @@ func (s *Scheme) Open(src Source, module string) (Linear, error) {
 	if err != nil {
 		return nil, err
 	}
+	if out, in := l.Shape(); out <= 0 || in <= 0 {
+		return nil, fmt.Errorf("module %s: empty weight [%d, %d]", module, out, in)
+	}
 	return l, nil
 }
 

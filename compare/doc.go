@@ -14,6 +14,12 @@
 //     and lossless f32/f64 variants), keyed by data spec and model hashes;
 //   - the JSON result types (result.go) and per-token dumps.
 //
+// Resumable and sharded runs (issue 7) build on three pieces: Runner.Skip
+// (SkipFunc leaves out journaled windows and windows of other shards),
+// Runner.OnWindow (called with each finished WindowResult, in order, before
+// the next window starts: append WindowResult.MarshalBinary to the journal
+// there), and Reduce over the union of the journaled and new results.
+//
 // It imports only backends and the standard library; it never names a
 // concrete backend.
 //

@@ -22,7 +22,7 @@ func newFixtureCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "fixture",
 		Usage:     "write a tiny deterministic random model in Hugging Face layout",
-		UsageText: "qppl fixture --arch llama|mistral|qwen2|qwen3 [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied]\n   qppl fixture --preset smollm2 --out DIR",
+		UsageText: "qppl fixture --arch llama|mistral|qwen2|qwen3 [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "arch", Value: "llama", Usage: "llama, mistral, qwen2 or qwen3"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same options → byte-identical files)"},
@@ -37,7 +37,8 @@ func newFixtureCmd() *cli.Command {
 			&cli.IntFlag{Name: "head-dim", Usage: "head dimension (default 16; qwen3 32)"},
 			&cli.IntFlag{Name: "max-pos", Usage: "max_position_embeddings (default 2048)"},
 			&cli.StringFlag{Name: "dtype", Usage: "f32 or bf16 (default f32)"},
-			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (default: on for llama and qwen3, off for mistral and qwen2)"},
+			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (default: on for qwen3 only); a tied head implies --init random"},
+			&cli.StringFlag{Name: "init", Usage: "random or bigram: fit embedding and head to the demo text's bigrams, for a realistic PPL (default: bigram for llama, mistral and qwen2, untied and vocab ≤ 2048; random otherwise)"},
 		},
 		Action: func(c *cli.Context) error {
 			o, err := fixtureOptionsFrom(c)
@@ -94,6 +95,11 @@ func fixtureOptionsFrom(c *cli.Context) (fixtureOptions, error) {
 	if c.IsSet("tied") {
 		o.Tied = c.Bool("tied")
 	}
+	if c.IsSet("init") {
+		o.Init = c.String("init")
+	} else if o.Tied || o.Vocab > 2048 {
+		o.Init = fixtures.InitRandom
+	}
 	if err := o.Validate(); err != nil {
 		return fo, err
 	}
@@ -106,7 +112,11 @@ func fixtureRun(c *cli.Context, fo fixtureOptions) error {
 		return err
 	}
 	o := fo.Opts
-	fmt.Fprintf(c.App.Writer, "wrote %s fixture to %s: vocab %d, hidden %d, %d layers, %d/%d heads, %s, %d parameters, seed %d\n",
-		o.Arch, fo.Out, o.Vocab, o.Hidden, o.Layers, o.Heads, o.KVHeads, o.DType, o.Params(), o.Seed)
+	init := o.Init
+	if init == "" {
+		init = fixtures.InitRandom
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s fixture to %s: vocab %d, hidden %d, %d layers, %d/%d heads, %s, %s init, %d parameters, seed %d\n",
+		o.Arch, fo.Out, o.Vocab, o.Hidden, o.Layers, o.Heads, o.KVHeads, o.DType, init, o.Params(), o.Seed)
 	return nil
 }

@@ -38,6 +38,8 @@ func TestFixtureCmd(t *testing.T) {
 		{[]string{"--heads", "3"}, "not divisible"},
 		{[]string{"--preset", "huge"}, `unknown --preset "huge"`},
 		{[]string{"--preset", "smollm2", "--arch", "qwen3"}, "drop --arch"},
+		{[]string{"--tied", "--init", "bigram"}, "bigram init needs an untied head"},
+		{[]string{"--init", "ones"}, `init "ones" must be random or bigram`},
 	} {
 		bad := filepath.Join(t.TempDir(), "bad")
 		errb.Reset()

@@ -32,9 +32,22 @@ type Plan struct {
 	Precision string
 	MaxTokens int
 	Devices   []DevicePlan
+	// LayerBytes are the device bytes of each decoder layer.
+	LayerBytes []int64
 }
 
-func gb(n int64) string { return fmt.Sprintf("%.3f GB", float64(n)/1e9) }
+// gb formats a byte count with a unit that suits its size.
+func gb(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
 
 // Write prints the plan, one line per device.
 func (p *Plan) Write(w io.Writer) {
@@ -80,7 +93,7 @@ type planInput struct {
 // the head goes on the device of the last layer (or the next one with room).
 func split(names []string, free, budget []int64, in planInput) (*Plan, error) {
 	n := len(names)
-	p := &Plan{Devices: make([]DevicePlan, n)}
+	p := &Plan{Devices: make([]DevicePlan, n), LayerBytes: in.layerBytes}
 	for i := range p.Devices {
 		p.Devices[i] = DevicePlan{Name: names[i], Free: free[i], Budget: budget[i]}
 	}

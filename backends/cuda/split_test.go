@@ -1,0 +1,127 @@
+package cuda
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/backendtest"
+	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/backends/cuda/emu"
+)
+
+// TestMultiDeviceSplit: the same model on one emulated device and split
+// over three (by --gpu-split budgets, and by free memory) gives
+// bit-identical scores, and the plan puts the layers where the budgets say.
+func TestMultiDeviceSplit(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := backendtest.WriteModel(dir, "qwen2", 1); err != nil {
+		t.Fatal(err)
+	}
+	m := openModel(t, dir)
+	opt := Options{Name: "emu", Precision: "bf16", MaxTokens: 40, HeadRows: 16}
+	one, err := New(m, emuDevices(t, 1, 1<<30), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	p1 := one.Plan()
+	L := len(p1.LayerBytes)
+	if L < 2 {
+		t.Fatalf("fixture has %d layers, need ≥ 2", L)
+	}
+	d0 := p1.Devices[0]
+	fixed := d0.Activations + d0.Scratch
+	// device 0: embedding + first layer; device 1: the rest; device 2: head only
+	rest := int64(0)
+	for _, b := range p1.LayerBytes[1:] {
+		rest += b
+	}
+	budgets := []float64{float64(d0.Embed+fixed+p1.LayerBytes[0]) / 1e9, float64(fixed+rest) / 1e9, float64(d0.Embed+d0.Head+d0.Logits+d0.Activations+d0.Scratch+1024) / 1e9}
+	var log bytes.Buffer
+	opt3 := opt
+	opt3.SplitGB, opt3.Log = budgets, &log
+	three, err := New(m, emuDevices(t, 3, 1<<30), opt3)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	defer three.Close()
+	p3 := three.Plan()
+	if p3.Devices[0].EndLayer != 1 || p3.Devices[1].FirstLayer != 1 || p3.Devices[1].EndLayer != L || !p3.Devices[2].HoldsHead {
+		t.Errorf("split plan:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "emu:1") || !strings.Contains(log.String(), "layers 1-") {
+		t.Errorf("plan printout lacks devices/layers:\n%s", log.String())
+	}
+	t.Logf("\n%s", log.String())
+	// free-memory split: devices so small that each holds one layer
+	small := d0.Embed + fixed + p1.LayerBytes[0] + 64
+	var devs []device.Device
+	for i := 0; i < L+1; i++ {
+		mem := small
+		if i == L {
+			mem = 1 << 30
+		}
+		d, err := emu.New(emu.Options{Name: "small", MemBytes: mem, CheckGuards: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		devs = append(devs, d)
+	}
+	auto, err := New(m, devs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auto.Close()
+	toks := testTokens(37, backendtest.Vocab, 3)
+	w := backends.Window{Tokens: toks, First: 1}
+	want, err := one.Score(context.Background(), w, backends.Request{TopK: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*Backend{"gpu-split": three, "free memory": auto} {
+		got, err := b.Score(context.Background(), w, backends.Request{TopK: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want.NLL {
+			if math.Float64bits(got.NLL[i]) != math.Float64bits(want.NLL[i]) || got.Top[2*i] != want.Top[2*i] {
+				t.Fatalf("%s: target %d: NLL %v top %d, one device %v top %d", name, i, got.NLL[i], got.Top[2*i], want.NLL[i], want.Top[2*i])
+			}
+		}
+	}
+}
+
+// TestPlanDoesNotFit: a model larger than the devices is refused with a
+// clear error before any allocation.
+func TestPlanDoesNotFit(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := backendtest.WriteModel(dir, "llama", 1); err != nil {
+		t.Fatal(err)
+	}
+	m := openModel(t, dir)
+	devs := emuDevices(t, 2, 20_000)
+	var log bytes.Buffer
+	_, err := New(m, devs, Options{Name: "emu", MaxTokens: 64, Log: &log})
+	if err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Fatalf("err = %v, want a does-not-fit error", err)
+	}
+	if !strings.Contains(log.String(), "memory plan") {
+		t.Errorf("no plan printed:\n%s", log.String())
+	}
+	for _, d := range devs {
+		if free, total, _ := d.MemInfo(); free != total {
+			t.Errorf("%s: %d bytes allocated after a refused plan", d.Name(), total-free)
+		}
+	}
+	if _, err := New(m, devs, Options{SplitGB: []float64{1}}); err == nil || !strings.Contains(err.Error(), "gpu-split") {
+		t.Errorf("mismatched --gpu-split: %v", err)
+	}
+	if _, err := New(m, devs, Options{SplitGB: []float64{1, 1}}); err == nil || !strings.Contains(err.Error(), "free") {
+		t.Errorf("--gpu-split above free memory: %v", err)
+	}
+}

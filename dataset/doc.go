@@ -7,6 +7,9 @@
 //     (LoadOptions.Column); blank lines skipped; errors give file:line.
 //   - KindParquet: the Hugging Face parquet (test-00000-of-00001.parquet),
 //     string column "text", read with github.com/parquet-go/parquet-go.
+//   - KindArrow: Arrow IPC (stream or file format), as the datasets library
+//     caches a prepared split (wikitext-test.arrow); flat schemas, Utf8 or
+//     LargeUtf8 column, no nulls, uncompressed.
 //   - KindRaw: llama.cpp's wiki.test.raw, the original WikiText file; its
 //     rows are recovered with RowsFromRaw (a blank line is the row "").
 //   - KindText: any UTF-8 text, used as is.

@@ -19,6 +19,7 @@ const (
 	KindAuto    Kind = ""        // detect from the name and the content
 	KindJSONL   Kind = "jsonl"   // one JSON object per line with a string field (default "text")
 	KindParquet Kind = "parquet" // Hugging Face parquet, string column (default "text")
+	KindArrow   Kind = "arrow"   // Arrow IPC (the datasets library's cache files), string column (default "text")
 	KindRaw     Kind = "raw"     // llama.cpp's wiki.test.raw: the original WikiText file, one row per line
 	KindText    Kind = "text"    // any UTF-8 text, used as is
 )
@@ -33,12 +34,14 @@ func ParseKind(s string) (Kind, error) {
 		return KindJSONL, nil
 	case "parquet":
 		return KindParquet, nil
+	case "arrow":
+		return KindArrow, nil
 	case "raw", "wiki.test.raw", "llamacpp":
 		return KindRaw, nil
 	case "text", "txt":
 		return KindText, nil
 	}
-	return "", fmt.Errorf("dataset: unknown data format %q (want auto, jsonl, parquet, raw or text)", s)
+	return "", fmt.Errorf("dataset: unknown data format %q (want auto, jsonl, parquet, arrow, raw or text)", s)
 }
 
 // LoadOptions selects how Load reads a file. The zero value detects the kind
@@ -88,6 +91,12 @@ func Load(path string, opts LoadOptions) (*Corpus, error) {
 			return nil, err
 		}
 		return &Corpus{Path: path, Kind: KindParquet, Rows: rows}, nil
+	case KindArrow:
+		rows, err := parseArrowColumn(data, col)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: arrow %s: %w", path, err)
+		}
+		return &Corpus{Path: path, Kind: KindArrow, Rows: rows}, nil
 	case KindJSONL:
 		rows, err := ParseJSONL(path, data, col)
 		if err != nil {
@@ -135,6 +144,7 @@ func LoadAll(paths []string, opts LoadOptions) (*Corpus, error) {
 
 // DetectKind guesses the format of a file from its name and content:
 // .jsonl/.json/.ndjson → JSONL, .parquet or "PAR1" magic → parquet,
+// .arrow, "ARROW1" or an IPC continuation marker → Arrow,
 // wiki.*.raw or .raw → llama.cpp raw, a first line that is a JSON object with
 // a "text" string → JSONL, anything else → text.
 func DetectKind(path string, head []byte) Kind {
@@ -144,11 +154,16 @@ func DetectKind(path string, head []byte) Kind {
 		return KindJSONL
 	case ".parquet":
 		return KindParquet
+	case ".arrow":
+		return KindArrow
 	case ".raw":
 		return KindRaw
 	}
 	if len(head) >= 4 && string(head[:4]) == "PAR1" {
 		return KindParquet
+	}
+	if len(head) >= 6 && string(head[:6]) == "ARROW1" || len(head) >= 4 && string(head[:4]) == "\xff\xff\xff\xff" {
+		return KindArrow
 	}
 	line := head
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {

@@ -19,7 +19,8 @@
 // Entry points:
 //   - ResolveWikiText: --data FILE if given; else the cached parquet
 //     (FindCachedWikiText: hub layout in HF_HUB_CACHE then HF_DATASETS_CACHE,
-//     then the datasets library's downloads/ folder); else a download from
+//     then the datasets library's downloads/ folder, its Arrow cache
+//     .../wikitext-test.arrow, an extracted wiki.test.raw); else a download from
 //     <HF_ENDPOINT>/datasets/Salesforce/wikitext/resolve/<rev>/wikitext-2-raw-v1/test-00000-of-00001.parquet
 //     unless offline. Offline with nothing cached, the error lists the --data
 //     forms (DataOptionsHelp).
@@ -46,7 +47,5 @@
 // Concurrent downloads of one blob (shards of a job starting together, or a
 // Python process on the same cache) serialize on an flock of
 // <cache>/.locks/<repo folder>/<etag>.lock, the file huggingface_hub locks.
-//
-// Not done: the datasets library's Arrow cache
-// (<HF_DATASETS_CACHE>/.../wikitext-test.arrow) is not read.
+
 package hub

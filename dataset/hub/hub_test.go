@@ -406,6 +406,14 @@ func TestCacheDiscovery(t *testing.T) {
 			os.WriteFile(filepath.Join(dl, "0000train.json"), []byte(`{"url": "https://huggingface.co/datasets/Salesforce/wikitext/resolve/b08601e/wikitext-2-raw-v1/train-00000-of-00001.parquet"}`), 0o644)
 			return map[string]string{"HF_HOME": filepath.Join(root, "hf"), "HF_DATASETS_CACHE": filepath.Join(root, "ds")}, p
 		}},
+		{"HF_DATASETS_CACHE arrow cache", func(t *testing.T, root string) (map[string]string, string) {
+			d := filepath.Join(root, "ds", "Salesforce___wikitext", "wikitext-2-raw-v1", "0.0.0", "b08601e04326c79dfdd32d625aee71d232d685c3")
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(d, "wikitext-train.arrow"), data, 0o644)
+			p := filepath.Join(d, "wikitext-test.arrow")
+			os.WriteFile(p, data, 0o644)
+			return map[string]string{"HF_HOME": filepath.Join(root, "hf"), "HF_DATASETS_CACHE": filepath.Join(root, "ds")}, p
+		}},
 		{"HF_DATASETS_CACHE extracted zip", func(t *testing.T, root string) (map[string]string, string) {
 			d := filepath.Join(root, "hf", "datasets", "downloads", "extracted", "3f1c", "wikitext-2-raw")
 			os.MkdirAll(d, 0o755)

@@ -98,9 +98,11 @@ func ResolveWikiText(ctx context.Context, opts WikiTextOptions) (Resolved, error
 // wikitext-2-raw-v1/test-*.parquet or, for refs/convert/parquet snapshots,
 // wikitext-2-raw-v1/test/*.parquet), then files that the datasets library
 // stored under HF_DATASETS_CACHE/downloads with a .json giving their URL,
+// then the datasets library's Arrow cache of the prepared split
+// (<HF_DATASETS_CACHE>/{Salesforce___wikitext,wikitext}/wikitext-2-raw-v1/<version>/<hash>/wikitext-test*.arrow),
 // then an extracted wikitext-2-raw/wiki.test.raw under downloads/extracted
-// (older script-based datasets versions). The result is a parquet file or,
-// in the last case, a wiki.test.raw file; dataset.Load detects which.
+// (older script-based datasets versions). The result is parquet, Arrow or
+// wiki.test.raw files; dataset.Load detects which.
 func FindCachedWikiText(cfg Config, revision string) ([]string, bool) {
 	roots := []string{cfg.HubCache}
 	if cfg.DatasetsCache != "" && cfg.DatasetsCache != cfg.HubCache {
@@ -121,6 +123,16 @@ func FindCachedWikiText(cfg Config, revision string) ([]string, bool) {
 		dl := filepath.Join(cfg.DatasetsCache, "downloads")
 		if p, ok := findInDatasetsDownloads(dl); ok {
 			return []string{p}, true
+		}
+		// The datasets library's own Arrow cache of the prepared split.
+		for _, builder := range []string{"Salesforce___wikitext", "wikitext"} {
+			dirs, _ := filepath.Glob(filepath.Join(cfg.DatasetsCache, builder, WikiTextConfig, "*", "*"))
+			sort.Strings(dirs)
+			for _, d := range dirs {
+				if m := globSorted(filepath.Join(d, "wikitext-test*.arrow")); len(m) > 0 {
+					return m, true
+				}
+			}
 		}
 		// Script-era datasets versions extracted the original zip there.
 		if m := globSorted(filepath.Join(dl, "extracted", "*", "wikitext-2-raw", "wiki.test.raw")); len(m) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,5 +155,28 @@ func TestRoundTripCorpus(t *testing.T) {
 					got[i:min(i+40, len(got))], text[i:min(i+40, len(text))])
 			}
 		})
+	}
+}
+
+// TestHFEdgeCases pins ids produced by the HF tokenizers library (v0.23.2,
+// add_special_tokens=True) for added tokens inside text, byte fallback,
+// Oniguruma's case folding of U+017F in (?i:'s) and digit splitting.
+func TestHFEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		tok, in string
+		want    []int32
+	}{
+		{"llama3", "x'ſ'S", []int32{128000, 87, 6, 129, 123, 13575}},
+		{"llama3", "<|begin_of_text|>Hello<|end_of_text|>", []int32{128000, 128000, 9906, 128001}},
+		{"mistral", "<s>Hello</s> world", []int32{1, 1, 22557, 2, 28705, 1526}},
+		{"mistral", "a\né😀", []int32{1, 264, 13, 28797, 30575}},
+		{"gpt2", " <|endoftext|>  a", []int32{220, 50256, 220, 257}},
+		{"qwen3", "12345 <|im_start|>x", []int32{16, 17, 18, 19, 20, 220, 151644, 87}},
+		{"smollm2", "abc123 d", []int32{25276, 33, 34, 35, 287}},
+	} {
+		tk := loadShared(t, tc.tok)
+		if got := tk.Encode(tc.in, true); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s %q: got %v want %v", tc.tok, tc.in, got, tc.want)
+		}
 	}
 }

@@ -78,6 +78,9 @@ func TestScannerCases(t *testing.T) {
 		{knownGPT2, "'S", []string{"'", "S"}},
 		{knownLlama3, "'S 'ſ", []string{"'S", " '", "ſ"}},
 		{knownLlama3, "x'ſy", []string{"x", "'ſ", "y"}},
+		{knownLlama3, "x'ſab", []string{"x", "'ſ", "ab"}}, // HF tokenizers 0.23.2 pre_tokenize_str
+		{knownLlama3, "a  b", []string{"a", " ", " b"}},
+		{knownLlama3, "a  b", []string{"a", " ", " b"}},
 		{knownLlama3, "12345", []string{"123", "45"}},
 		{knownQwen2, "123", []string{"1", "2", "3"}},
 		{knownLlama3, "a \n\n b", []string{"a", " \n\n", " b"}},

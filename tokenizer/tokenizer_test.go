@@ -476,3 +476,58 @@ func TestAccessors(t *testing.T) {
 		t.Errorf("Decode skipping holes and specials = %q", got)
 	}
 }
+
+// byteLevelTestTokenizer is a small GPT-2-style tokenizer: all 256 byte
+// symbols plus a few merges.
+func byteLevelTestTokenizer(t *testing.T) *Tokenizer {
+	var chars strings.Builder
+	for b := 0; b < 256; b++ {
+		chars.WriteString(byteToStr[b])
+	}
+	vocab := charVocab(chars.String(), "Ġt", "he", "Ġthe", "in", "Ġin")
+	return build(t, obj{
+		"model":         bpeModel(vocab, []string{"Ġ t", "h e", "Ġt he", "i n", "Ġ in"}, nil),
+		"pre_tokenizer": obj{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+		"decoder":       obj{"type": "ByteLevel"},
+	})
+}
+
+// TestConcurrentEncode shares one tokenizer (and its word cache) between
+// goroutines; run with -race.
+func TestConcurrentEncode(t *testing.T) {
+	tk := byteLevelTestTokenizer(t)
+	texts := []string{"the thin in the inn", " the\n\nthe in", "é in the 😀 the", "inininin the"}
+	want := make([][]int32, len(texts))
+	for i, s := range texts {
+		want[i] = tk.Encode(s, false)
+	}
+	if got := tokens(tk, want[0]); !reflect.DeepEqual(got, []string{"t", "he", "Ġt", "h", "in", "Ġin", "Ġthe", "Ġin", "n"}) {
+		t.Fatalf("byte-level tokens %q", got)
+	}
+	tk.model.resetCache()
+	errs := make(chan string, 8)
+	done := make(chan bool)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			for k := 0; k < 50; k++ {
+				i := (g + k) % len(texts)
+				if got := tk.Encode(texts[i], false); !reflect.DeepEqual(got, want[i]) {
+					errs <- texts[i]
+					break
+				}
+				if d := tk.Decode(want[i], false); d != texts[i] {
+					errs <- "decode " + texts[i]
+					break
+				}
+			}
+			done <- true
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Errorf("concurrent encode/decode differs: %q", e)
+	}
+}

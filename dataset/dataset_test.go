@@ -371,3 +371,23 @@ func TestJSONLSurrogates(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadAllRaw(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.raw"), filepath.Join(dir, "b.raw")
+	os.WriteFile(a, []byte(" \n = A = \n"), 0o644)
+	os.WriteFile(b, []byte(" b\n"), 0o644)
+	c, err := LoadAll([]string{a, b}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Rows, "|") != "| = A = \n| b\n" {
+		t.Errorf("rows %q", c.Rows)
+	}
+	if s, _ := c.Text(JoinLlamaCpp); s != " \n = A = \n b" {
+		t.Errorf("llamacpp %q", s)
+	}
+	if s, _ := c.Text(JoinCompareQ); s != "\n\n = A = \n\n\n b\n" {
+		t.Errorf("compare_q %q", s)
+	}
+}

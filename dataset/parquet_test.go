@@ -88,6 +88,20 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 	check("shard 1", all.Rows[:len(want)])
 	check("shard 2", all.Rows[len(want):])
+	// Mixed formats and plain text are refused.
+	j := filepath.Join(dir, "rows.jsonl")
+	os.WriteFile(j, []byte(`{"text": "a"}`), 0o644)
+	if _, err := LoadAll([]string{p, j}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "one format") {
+		t.Errorf("mixed formats: %v", err)
+	}
+	txt := filepath.Join(dir, "a.txt")
+	os.WriteFile(txt, []byte("hello"), 0o644)
+	if _, err := LoadAll([]string{txt, txt}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "row-based") {
+		t.Errorf("text files: %v", err)
+	}
+	if _, err := LoadAll(nil, LoadOptions{}); err == nil {
+		t.Error("no files accepted")
+	}
 }
 
 func TestParquetErrors(t *testing.T) {

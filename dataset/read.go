@@ -116,8 +116,8 @@ func Load(path string, opts LoadOptions) (*Corpus, error) {
 	return nil, fmt.Errorf("dataset: %s: unknown kind %q", path, kind)
 }
 
-// LoadAll loads several row-based files (for example parquet shards) in the
-// given order and concatenates their rows.
+// LoadAll loads several row-based files of one format (for example parquet
+// shards) in the given order and concatenates their rows.
 func LoadAll(paths []string, opts LoadOptions) (*Corpus, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("dataset: no input files")
@@ -136,8 +136,11 @@ func LoadAll(paths []string, opts LoadOptions) (*Corpus, error) {
 		}
 		if all == nil {
 			all = &Corpus{Path: p, Kind: c.Kind}
+		} else if c.Kind != all.Kind {
+			return nil, fmt.Errorf("dataset: %s is %s but %s is %s: files of one corpus must have one format", p, c.Kind, all.Path, all.Kind)
 		}
 		all.Rows = append(all.Rows, c.Rows...)
+		all.Raw += c.Raw // wiki.test.raw pieces: the original file is their concatenation
 	}
 	return all, nil
 }

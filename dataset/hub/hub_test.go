@@ -518,6 +518,11 @@ func TestResolveModel(t *testing.T) {
 	if d, err := ResolveModel(ctx, "org/single", ModelOptions{Env: off, Revision: c1}); err != nil || d != dir {
 		t.Errorf("commit revision: %s %v", d, err)
 	}
+	// An unreachable hub says how to do without it.
+	dead := wikiEnv(h, t.TempDir(), map[string]string{"HF_ENDPOINT": "http://127.0.0.1:1"})
+	if _, err := ResolveModel(ctx, "org/single", ModelOptions{Env: dead}); err == nil || !strings.Contains(err.Error(), "cannot reach http://127.0.0.1:1") {
+		t.Errorf("unreachable hub: %v", err)
+	}
 	// Local directories pass through; other strings are rejected.
 	local := t.TempDir()
 	if d, err := ResolveModel(ctx, local, ModelOptions{Env: off}); err != nil || d != local {

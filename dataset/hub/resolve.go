@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"fmt"
 	"io"
@@ -226,6 +227,10 @@ func ResolveModel(ctx context.Context, id string, opts ModelOptions) (string, er
 	// the snapshot is consistent even if the branch moves meanwhile.
 	p, commit, err := c.Download(ctx, cfg.HubCache, repo, rev, "config.json")
 	if err != nil {
+		var he *HTTPError
+		if !errors.As(err, &he) && ctx.Err() == nil {
+			return "", fmt.Errorf("hub: model %s: %w (cannot reach %s: pass --model a local directory, or set HF_ENDPOINT to a reachable mirror)", id, err, cfg.Endpoint)
+		}
 		return "", fmt.Errorf("hub: model %s: %w", id, err)
 	}
 	dir := filepath.Dir(p)

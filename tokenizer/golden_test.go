@@ -8,11 +8,18 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // shared is ../shared relative to the repository root.
 var shared = filepath.Join("..", "..", "shared")
+
+// loaded keeps the shared tokenizers loaded once per test binary.
+var loaded = struct {
+	sync.Mutex
+	m map[string]*Tokenizer
+}{m: map[string]*Tokenizer{}}
 
 func loadShared(t testing.TB, name string) *Tokenizer {
 	t.Helper()
@@ -20,10 +27,16 @@ func loadShared(t testing.TB, name string) *Tokenizer {
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("shared tokenizer not found: %v", err)
 	}
+	loaded.Lock()
+	defer loaded.Unlock()
+	if tk := loaded.m[name]; tk != nil {
+		return tk
+	}
 	tk, err := Load(p)
 	if err != nil {
 		t.Fatalf("Load(%s): %v", p, err)
 	}
+	loaded.m[name] = tk
 	return tk
 }
 
@@ -179,4 +192,52 @@ func TestHFEdgeCases(t *testing.T) {
 			t.Errorf("%s %q: got %v want %v", tc.tok, tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestRegexFallbackCorpus runs the Llama-3 and GPT-2 splits through the
+// generic regexp2 path (the pattern wrapped in a group, so the scanner does
+// not recognise it) and checks the ids against the goldens too.
+func TestRegexFallbackCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: regexp2 over the whole corpus")
+	}
+	text := string(readShared(t, "data", "wikitext-2-raw-v1", "test.joined.txt"))
+	for _, tc := range []struct{ name, from, to string }{
+		{"llama3", mustJSON(llama3Regex), mustJSON("(?:" + llama3Regex + ")")},
+		{"gpt2", `"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}`,
+			`"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": ` + mustJSON("(?:"+gpt2Regex+")") +
+				`}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := string(readShared(t, "tokenizers", tc.name, "tokenizer.json"))
+			if strings.Count(js, tc.from) != 1 {
+				t.Fatalf("pattern to replace found %d times", strings.Count(js, tc.from))
+			}
+			tk, err := FromJSON([]byte(strings.Replace(js, tc.from, tc.to, 1)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !hasGenericSplit(tk.pre) {
+				t.Fatal("the modified file still uses the scanner")
+			}
+			want := readI32(t, "golden", "tokens", tc.name+".test-joined.special0.i32")
+			if d := firstDiff(tk, tk.Encode(text, false), want); d != "" {
+				t.Error(d)
+			}
+		})
+	}
+}
+
+func hasGenericSplit(p preTokenizer) bool {
+	switch p := p.(type) {
+	case seqPre:
+		for _, q := range p {
+			if hasGenericSplit(q) {
+				return true
+			}
+		}
+	case *splitPre:
+		return p.pat.isRe && p.pat.known == knownNone
+	}
+	return false
 }

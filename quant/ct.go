@@ -77,17 +77,46 @@ func packedWidth(n, b int, legacy bool) int {
 	return (n*b + 31) / 32
 }
 
+// luts returns, for row r, the decoded value of every code u (offset
+// binary) of every group: lut[g<<Bits + u] = value(r, g, u - 2^(Bits-1)).
+// One RoundDType per (group, code) instead of per element.
+func (p *IntParams) luts(r int, lut []float64) []float64 {
+	n := 1 << p.Bits
+	lut = lut[:0]
+	off := n / 2
+	for g := 0; g < p.Groups; g++ {
+		for u := 0; u < n; u++ {
+			lut = append(lut, p.value(r, g, u-off))
+		}
+	}
+	return lut
+}
+
 // Dequantize implements Linear.
 func (p *PackedInt) Dequantize(dst []float64) error {
 	if err := p.checkDst(dst); err != nil {
 		return err
 	}
-	off := 1 << (p.Bits - 1)
+	var lut []float64
+	base := make([]int, p.In) // lut offset of each column's group
+	for c := range base {
+		base[c] = p.group(c) << p.Bits
+	}
+	b := p.Bits
+	fast := !p.Legacy && 32%b == 0
+	per, mask := 32/b, uint32(1)<<b-1
 	for r := 0; r < p.Out; r++ {
+		lut = p.luts(r, lut)
 		row := p.Packed[r*p.WordsPerRow : (r+1)*p.WordsPerRow]
 		d := dst[r*p.In : (r+1)*p.In]
+		if fast { // b ∈ {1,2,4,8}: whole fields per word
+			for c := range d {
+				d[c] = lut[base[c]+int(row[c/per]>>(uint(c%per)*uint(b))&mask)]
+			}
+			continue
+		}
 		for c := range d {
-			d[c] = p.value(r, p.group(c), unpackField(row, c, p.Bits, p.Legacy)-off)
+			d[c] = lut[base[c]+unpackField(row, c, b, p.Legacy)]
 		}
 	}
 	return p.checkFinite(dst)
@@ -106,9 +135,12 @@ func (u *UnpackedInt) Dequantize(dst []float64) error {
 	if err := u.checkDst(dst); err != nil {
 		return err
 	}
+	var lut []float64
+	off := 1 << (u.Bits - 1)
 	for r := 0; r < u.Out; r++ {
+		lut = u.luts(r, lut)
 		for c := 0; c < u.In; c++ {
-			dst[r*u.In+c] = u.value(r, u.group(c), int(u.Codes[r*u.In+c]))
+			dst[r*u.In+c] = lut[u.group(c)<<u.Bits+int(u.Codes[r*u.In+c])+off]
 		}
 	}
 	return u.checkFinite(dst)
@@ -132,10 +164,23 @@ func (f *FP8) Dequantize(dst []float64) error {
 	if err := f.checkDst(dst); err != nil {
 		return err
 	}
+	var e4m3 [256]float64
+	for b := range e4m3 {
+		e4m3[b] = DecodeE4M3(byte(b))
+	}
+	// One 256-entry table per scale, rebuilt when the scale row changes.
+	lut := make([]float64, 256*f.ScaleCols)
 	for r := 0; r < f.Out; r++ {
-		srow := f.Scale[(r/f.BlockRows)*f.ScaleCols:]
+		if r%f.BlockRows == 0 {
+			srow := f.Scale[(r/f.BlockRows)*f.ScaleCols : (r/f.BlockRows+1)*f.ScaleCols]
+			for j, s := range srow {
+				for b := range e4m3 {
+					lut[j*256+b] = RoundDType(f.ScaleDType, e4m3[b]*s)
+				}
+			}
+		}
 		for c := 0; c < f.In; c++ {
-			dst[r*f.In+c] = RoundDType(f.ScaleDType, DecodeE4M3(f.Codes[r*f.In+c])*srow[c/f.BlockCols])
+			dst[r*f.In+c] = lut[(c/f.BlockCols)*256+int(f.Codes[r*f.In+c])]
 		}
 	}
 	return f.checkFinite(dst)
@@ -159,15 +204,19 @@ func (n *NVFP4) Dequantize(dst []float64) error {
 	}
 	gs := float64(n.GlobalScale)
 	half, sixteenth := n.In/2, n.In/16
+	var lut [16]float64
 	for r := 0; r < n.Out; r++ {
-		for c := 0; c < n.In; c++ {
-			b := n.Packed[r*half+c/2]
-			code := b & 0xF
-			if c%2 == 1 {
-				code = b >> 4
+		for g := 0; g < sixteenth; g++ {
+			eff := RoundF32(DecodeE4M3(n.Scales[r*sixteenth+g]) / gs)
+			for code := range lut {
+				lut[code] = RoundDType(n.OutDType, RoundF32(DecodeE2M1(byte(code))*eff))
 			}
-			eff := RoundF32(DecodeE4M3(n.Scales[r*sixteenth+c/16]) / gs)
-			dst[r*n.In+c] = RoundDType(n.OutDType, RoundF32(DecodeE2M1(code)*eff))
+			d := dst[r*n.In+16*g : r*n.In+16*g+16]
+			p := n.Packed[r*half+8*g : r*half+8*g+8]
+			for k, b := range p {
+				d[2*k] = lut[b&0xF]
+				d[2*k+1] = lut[b>>4]
+			}
 		}
 	}
 	return n.checkFinite(dst)
@@ -186,15 +235,16 @@ func (m *MXFP4) Dequantize(dst []float64) error {
 	if err := m.checkDst(dst); err != nil {
 		return err
 	}
-	half, g := m.In/2, m.In/32
+	half, groups := m.In/2, m.In/32
 	for r := 0; r < m.Out; r++ {
-		for c := 0; c < m.In; c++ {
-			b := m.Packed[r*half+c/2]
-			code := b & 0xF
-			if c%2 == 1 {
-				code = b >> 4
+		for g := 0; g < groups; g++ {
+			sc := DecodeE8M0(m.Scales[r*groups+g])
+			d := dst[r*m.In+32*g : r*m.In+32*g+32]
+			p := m.Packed[r*half+16*g : r*half+16*g+16]
+			for k, b := range p {
+				d[2*k] = DecodeE2M1(b&0xF) * sc
+				d[2*k+1] = DecodeE2M1(b>>4) * sc
 			}
-			dst[r*m.In+c] = DecodeE2M1(code) * DecodeE8M0(m.Scales[r*g+c/32])
 		}
 	}
 	return m.checkFinite(dst)

@@ -35,15 +35,21 @@ func (q *GPTQ) Dequantize(dst []float64) error {
 	if err := q.checkDst(dst); err != nil {
 		return err
 	}
+	zeros := make([]int, q.Groups*q.Out)
+	for g := 0; g < q.Groups; g++ {
+		for o := 0; o < q.Out; o++ {
+			zeros[g*q.Out+o] = q.zero(g, o)
+		}
+	}
 	per := 32 / q.Bits
 	mask := uint32(1)<<q.Bits - 1
 	for i := 0; i < q.In; i++ {
 		g := int(q.GIdx[i])
-		row := q.QWeight[(i/per)*q.Out:]
+		row := q.QWeight[(i/per)*q.Out : (i/per+1)*q.Out]
+		sc, z := q.Scales[g*q.Out:(g+1)*q.Out], zeros[g*q.Out:(g+1)*q.Out]
 		sh := uint(i%per) * uint(q.Bits)
-		for o := 0; o < q.Out; o++ {
-			u := int(row[o] >> sh & mask)
-			dst[o*q.In+i] = q.Scales[g*q.Out+o] * float64(u-q.zero(g, o))
+		for o, w := range row {
+			dst[o*q.In+i] = sc[o] * float64(int(w>>sh&mask)-z[o])
 		}
 	}
 	return q.checkFinite(dst)
@@ -162,12 +168,22 @@ func (a *AWQ) Dequantize(dst []float64) error {
 		return err
 	}
 	w8 := a.Out / 8
+	zeros := make([]int, a.Groups*a.Out)
+	for g := 0; g < a.Groups; g++ {
+		for o := 0; o < a.Out; o++ {
+			zeros[g*a.Out+o] = awqField(a.QZeros[g*w8:(g+1)*w8], o)
+		}
+	}
 	for i := 0; i < a.In; i++ {
 		g := i / a.GroupSize
 		row := a.QWeight[i*w8 : (i+1)*w8]
-		zrow := a.QZeros[g*w8 : (g+1)*w8]
-		for o := 0; o < a.Out; o++ {
-			dst[o*a.In+i] = float64(awqField(row, o)-awqField(zrow, o)) * a.Scales[g*a.Out+o]
+		sc, z := a.Scales[g*a.Out:(g+1)*a.Out], zeros[g*a.Out:(g+1)*a.Out]
+		for j, w := range row {
+			for c := 0; c < 8; c++ {
+				o := 8*j + c
+				u := int(w>>(uint(AWQReverseOrder[c])*4)) & 0xF
+				dst[o*a.In+i] = float64(u-z[o]) * sc[o]
+			}
 		}
 	}
 	return a.checkFinite(dst)

@@ -30,6 +30,17 @@ func roundToPrecision(x float64, p, emin int) float64 {
 // RoundBF16 rounds x to bfloat16 (RNE); values beyond the largest finite
 // bf16 become ±Inf as torch does.
 func RoundBF16(x float64) float64 {
+	if f := float32(x); float64(f) == x {
+		// Fast path for values float32 holds exactly (every product the
+		// decoders form): round-to-nearest-even on the low 16 bits, which
+		// also carries into ±Inf on overflow and handles subnormals.
+		u := math.Float32bits(f)
+		if u&0x7F800000 == 0x7F800000 { // Inf/NaN
+			return x
+		}
+		u += 0x7FFF + (u>>16)&1
+		return float64(math.Float32frombits(u &^ 0xFFFF))
+	}
 	r := roundToPrecision(x, 8, -126)
 	if math.Abs(r) > maxBF16 {
 		return math.Copysign(math.Inf(1), x)

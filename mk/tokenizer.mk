@@ -3,13 +3,14 @@
 #   make bench-tokenizer   encode the 1.3 MB WikiText-2 test corpus with the
 #                          llama3, mistral and gpt2 tokenizer.json files on one
 #                          core (needs ../shared; skipped without it)
-#   make fuzz-tokenizer    fuzz the tokenizer.json parser for FUZZTIME
+#   make fuzz-tokenizer    fuzz the tokenizer.json parser and the split
+#                          scanners (against regexp2), FUZZTIME each
 
 FUZZTIME ?= 30s
 BENCH_OUT ?= bin/bench.txt
 
 # ./pkg:FuzzName entries for a shared `make fuzz` loop.
-FUZZ_TARGETS += ./tokenizer:FuzzLoad
+FUZZ_TARGETS += ./tokenizer:FuzzLoad ./tokenizer:FuzzScanner
 
 BENCH_TARGETS += bench-tokenizer
 
@@ -21,3 +22,4 @@ bench-tokenizer:
 
 fuzz-tokenizer:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./tokenizer
+	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./tokenizer

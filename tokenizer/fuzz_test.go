@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dlclark/regexp2"
 )
 
 // FuzzLoad feeds arbitrary bytes to the tokenizer.json parser: it must
@@ -74,4 +76,32 @@ func TestFuzzSeeds(t *testing.T) {
 			t.Errorf("%s: encodes to nothing", e.Name())
 		}
 	}
+}
+
+// FuzzScanner checks the hand-written scanners against regexp2 on
+// arbitrary text (U+017F excluded: see scannerAlphabet).
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{"Hello world", "I'm 12345!\n\n  x", "a \u00a0b\u2028\u2028c", "(hé)\r\n\t'LL 😀"} {
+		f.Add(s)
+	}
+	res := []*regexp2.Regexp{
+		regexp2.MustCompile(gpt2Regex, regexp2.None),
+		regexp2.MustCompile(llama3Regex, regexp2.None),
+		regexp2.MustCompile(qwen2Regex, regexp2.None),
+	}
+	kinds := []knownPattern{knownGPT2, knownLlama3, knownQwen2}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		if strings.ContainsRune(s, '\u017F') || len(s) > 4096 {
+			return
+		}
+		for i, k := range kinds {
+			want := regexFindAll(res[i], s)
+			var got [][2]int
+			scanKnown(k, s, func(a, b int) { got = append(got, [2]int{a, b}) })
+			if !equalRanges(got, want) {
+				t.Fatalf("pattern %d on %q:\n scanner %v\n regexp2 %v", k, s, got, want)
+			}
+		}
+	})
 }

@@ -1,0 +1,299 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/backends"
+)
+
+// Tolerances bound the differences Run accepts.
+type Tolerances struct {
+	MaxNLL   float64 // max |ΔNLL| over all scored tokens
+	MeanNLL  float64 // mean |ΔNLL|
+	MeanKL   float64 // mean KL(first ‖ second)
+	MinTop1  float64 // minimum fraction of tokens with the same top-1
+	PPLRel   float64 // |PPL_second / PPL_first − 1|
+	HiddenRe float64 // relative L2 error of any probed hidden state
+}
+
+// DefaultTolerances returns the tolerances for a second backend computing
+// with the given precision ("fp64", "fp32", "bf16", "fp16"). They are set
+// several times above what fp32 / bf16 / fp16 arithmetic produces on the
+// fixtures (docs/cuda.md lists the measured values) and far below what a
+// wrong kernel produces (errors of order 1).
+func DefaultTolerances(precision string) Tolerances {
+	switch precision {
+	case "fp64":
+		return Tolerances{MaxNLL: 1e-9, MeanNLL: 1e-10, MeanKL: 1e-12, MinTop1: 1, PPLRel: 1e-10, HiddenRe: 1e-10}
+	case "fp32":
+		return Tolerances{MaxNLL: 2e-2, MeanNLL: 1e-3, MeanKL: 1e-4, MinTop1: 0.98, PPLRel: 2e-3, HiddenRe: 1e-3}
+	case "fp16":
+		return Tolerances{MaxNLL: 0.1, MeanNLL: 0.02, MeanKL: 2e-3, MinTop1: 0.9, PPLRel: 0.02, HiddenRe: 2e-2}
+	default: // bf16
+		return Tolerances{MaxNLL: 0.5, MeanNLL: 0.08, MeanKL: 2e-2, MinTop1: 0.8, PPLRel: 0.05, HiddenRe: 0.1}
+	}
+}
+
+// Options configures Run.
+type Options struct {
+	Tolerances Tolerances
+	// ProbeWindows is the number of windows (from the first) whose hidden
+	// states are compared when both backends implement backends.Prober;
+	// 0 = 1, negative = none.
+	ProbeWindows int
+	// Layers is the model's number of decoder layers (probe points are
+	// embed, every layer's sites, final_norm); 0 compares embed and
+	// final_norm only.
+	Layers   int
+	Progress io.Writer // one line per window when non-nil
+}
+
+// PointError is the relative error of one probed hidden state.
+type PointError struct {
+	Layer  int     `json:"layer"`
+	Site   string  `json:"site"`
+	RelErr float64 `json:"rel_err"` // ‖b − a‖₂ / ‖a‖₂ over the window's rows
+	MaxAbs float64 `json:"max_abs"`
+	Row    int     `json:"row"` // position of the largest absolute difference
+	Col    int     `json:"col"`
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	First, Second string // backend names (with precision)
+	Windows       int     `json:"windows"`
+	Tokens        int     `json:"tokens"`
+	MaxAbsNLL     float64 `json:"max_abs_dnll"`
+	MaxWindow     int     `json:"max_window"`   // window index of the largest |ΔNLL|
+	MaxPosition   int     `json:"max_position"` // its target position
+	MeanAbsNLL    float64 `json:"mean_abs_dnll"`
+	RMSNLL        float64 `json:"rms_dnll"`
+	MeanKL        float64 `json:"mean_kl"`
+	MaxKL         float64 `json:"max_kl"`
+	Top1Agree     float64 `json:"top1_agreement"`
+	PPL           [2]float64
+	Points        []PointError `json:"points,omitempty"`
+	FirstBad      *PointError  `json:"first_bad,omitempty"` // first probe point (forward order) beyond HiddenRe
+	Tolerances    Tolerances   `json:"tolerances"`
+	Failures      []string     `json:"failures,omitempty"`
+	Pass          bool         `json:"pass"`
+}
+
+// rows is an in-memory BaseLogProbs: the first backend's log-probs of one
+// window's target positions.
+type rows struct {
+	v    int
+	data [][]float64
+}
+
+func (r *rows) Vocab() int { return r.v }
+func (r *rows) LogProbs(i int, dst []float64) error {
+	if i < 0 || i >= len(r.data) {
+		return fmt.Errorf("verify: KL position %d outside [0, %d)", i, len(r.data))
+	}
+	copy(dst, r.data[i])
+	return nil
+}
+
+// Run scores windows with a (which must be a backends.LogProber, like the
+// reference) and b, and compares them.
+func Run(ctx context.Context, a, b backends.Backend, windows []backends.Window, opt Options) (*Report, error) {
+	lpa, ok := a.(backends.LogProber)
+	if !ok {
+		return nil, fmt.Errorf("verify: the first backend (%s) cannot emit log-probs; put the reference first", a.Info().Name)
+	}
+	ia, ib := a.Info(), b.Info()
+	if ia.Vocab != ib.Vocab {
+		return nil, fmt.Errorf("verify: vocabularies differ: %s has %d, %s has %d", ia.Name, ia.Vocab, ib.Name, ib.Vocab)
+	}
+	if len(windows) == 0 {
+		return nil, errors.New("verify: no windows")
+	}
+	rep := &Report{First: ia.Name + " " + ia.Precision, Second: ib.Name + " " + ib.Precision, Tolerances: opt.Tolerances, Windows: len(windows)}
+	var sumAbs, sumSq, sumKL, sumA, sumB float64
+	agree := 0
+	for wi, w := range windows {
+		base := &rows{v: ia.Vocab}
+		err := lpa.LogProbs(ctx, w, w.First-1, func(pos int, lp []float64) error {
+			if pos < len(w.Tokens)-1 {
+				base.data = append(base.data, append([]float64(nil), lp...))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("verify: %s: window %d: %w", ia.Name, w.Index, err)
+		}
+		sa, err := a.Score(ctx, w, backends.Request{TopK: 1})
+		if err != nil {
+			return nil, fmt.Errorf("verify: %s: window %d: %w", ia.Name, w.Index, err)
+		}
+		sb, err := b.Score(ctx, w, backends.Request{Base: base, TopK: 1})
+		if err != nil {
+			return nil, fmt.Errorf("verify: %s: window %d: %w", ib.Name, w.Index, err)
+		}
+		if len(sa.NLL) != len(sb.NLL) || len(sb.KL) != len(sb.NLL) {
+			return nil, fmt.Errorf("verify: window %d: %d and %d scores (%d KL)", w.Index, len(sa.NLL), len(sb.NLL), len(sb.KL))
+		}
+		for i := range sa.NLL {
+			d := sb.NLL[i] - sa.NLL[i]
+			if ad := math.Abs(d); ad > rep.MaxAbsNLL || math.IsNaN(d) {
+				rep.MaxAbsNLL, rep.MaxWindow, rep.MaxPosition = ad, w.Index, w.First+i
+				if math.IsNaN(d) {
+					rep.MaxAbsNLL = math.Inf(1)
+				}
+			}
+			sumAbs += math.Abs(d)
+			sumSq += d * d
+			sumKL += sb.KL[i]
+			rep.MaxKL = math.Max(rep.MaxKL, sb.KL[i])
+			sumA += sa.NLL[i]
+			sumB += sb.NLL[i]
+			if sa.Top[i] == sb.Top[i] {
+				agree++
+			}
+			rep.Tokens++
+		}
+		if wi < max(opt.ProbeWindows, 1) && opt.ProbeWindows >= 0 {
+			if err := probe(ctx, a, b, w, opt.Layers, rep); err != nil {
+				return nil, err
+			}
+		}
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "verify: window %d/%d done (%d tokens)\n", wi+1, len(windows), rep.Tokens)
+		}
+	}
+	n := float64(rep.Tokens)
+	if n > 0 {
+		rep.MeanAbsNLL, rep.RMSNLL, rep.MeanKL = sumAbs/n, math.Sqrt(sumSq/n), sumKL/n
+		rep.Top1Agree = float64(agree) / n
+		rep.PPL = [2]float64{math.Exp(sumA / n), math.Exp(sumB / n)}
+	}
+	rep.check()
+	return rep, nil
+}
+
+// probe compares every probe point of one window, in forward order.
+func probe(ctx context.Context, a, b backends.Backend, w backends.Window, layers int, rep *Report) error {
+	pa, ok1 := a.(backends.Prober)
+	pb, ok2 := b.(backends.Prober)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	pts := []backends.Point{{Layer: -1, Site: arch.SiteEmbed}}
+	for l := 0; l < layers; l++ {
+		for _, s := range arch.LayerSites() {
+			pts = append(pts, backends.Point{Layer: l, Site: s})
+		}
+	}
+	pts = append(pts, backends.Point{Layer: -1, Site: arch.SiteFinalNorm})
+	ha, err := pa.Probe(ctx, w, pts)
+	if err != nil {
+		return fmt.Errorf("verify: %s probe: %w", a.Info().Name, err)
+	}
+	hb, err := pb.Probe(ctx, w, pts)
+	if err != nil {
+		return fmt.Errorf("verify: %s probe: %w", b.Info().Name, err)
+	}
+	T := len(w.Tokens)
+	for _, p := range pts {
+		x, y := ha[p], hb[p]
+		if len(x) != len(y) || len(x) == 0 || len(x)%T != 0 {
+			return fmt.Errorf("verify: probe %d/%s: %d and %d values", p.Layer, p.Site, len(x), len(y))
+		}
+		width := len(x) / T
+		var num, den float64
+		e := PointError{Layer: p.Layer, Site: p.Site}
+		for i := range x {
+			d := y[i] - x[i]
+			num += d * d
+			den += x[i] * x[i]
+			if ad := math.Abs(d); ad > e.MaxAbs || math.IsNaN(d) {
+				e.MaxAbs, e.Row, e.Col = ad, i/width, i%width
+				if math.IsNaN(d) {
+					e.MaxAbs = math.Inf(1)
+				}
+			}
+		}
+		e.RelErr = math.Sqrt(num / math.Max(den, 1e-300))
+		if math.IsNaN(e.RelErr) {
+			e.RelErr = math.Inf(1)
+		}
+		if i := indexOf(rep.Points, p); i >= 0 { // several probe windows: keep the worst
+			if e.RelErr > rep.Points[i].RelErr {
+				rep.Points[i] = e
+			}
+		} else {
+			rep.Points = append(rep.Points, e)
+		}
+	}
+	return nil
+}
+
+func indexOf(ps []PointError, p backends.Point) int {
+	for i, e := range ps {
+		if e.Layer == p.Layer && e.Site == p.Site {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *Report) check() {
+	t := r.Tolerances
+	fail := func(cond bool, f string, a ...any) {
+		if cond {
+			r.Failures = append(r.Failures, fmt.Sprintf(f, a...))
+		}
+	}
+	fail(!(r.MaxAbsNLL <= t.MaxNLL), "max |ΔNLL| %.3g > %.3g (window %d, position %d)", r.MaxAbsNLL, t.MaxNLL, r.MaxWindow, r.MaxPosition)
+	fail(!(r.MeanAbsNLL <= t.MeanNLL), "mean |ΔNLL| %.3g > %.3g", r.MeanAbsNLL, t.MeanNLL)
+	fail(!(r.MeanKL <= t.MeanKL), "mean KL %.3g > %.3g", r.MeanKL, t.MeanKL)
+	fail(!(r.Top1Agree >= t.MinTop1), "top-1 agreement %.4f < %.4f", r.Top1Agree, t.MinTop1)
+	rel := math.Abs(r.PPL[1]/r.PPL[0] - 1)
+	fail(!(rel <= t.PPLRel), "PPL %.6g vs %.6g: relative difference %.3g > %.3g", r.PPL[0], r.PPL[1], rel, t.PPLRel)
+	for i := range r.Points {
+		if !(r.Points[i].RelErr <= t.HiddenRe) {
+			p := r.Points[i]
+			r.FirstBad = &p
+			fail(true, "hidden state layer %d site %s: relative error %.3g > %.3g (largest at position %d, column %d)", p.Layer, p.Site, p.RelErr, t.HiddenRe, p.Row, p.Col)
+			break
+		}
+	}
+	r.Pass = len(r.Failures) == 0
+}
+
+// Write prints the report as a table.
+func (r *Report) Write(w io.Writer) {
+	fmt.Fprintf(w, "verify: %s vs %s on %d windows, %d scored tokens\n", r.First, r.Second, r.Windows, r.Tokens)
+	row := func(name, val, tol string) { fmt.Fprintf(w, "  %-22s %-28s %s\n", name, val, tol) }
+	t := r.Tolerances
+	row("max |ΔNLL|", fmt.Sprintf("%.3g (window %d, pos %d)", r.MaxAbsNLL, r.MaxWindow, r.MaxPosition), fmt.Sprintf("≤ %.3g", t.MaxNLL))
+	row("mean |ΔNLL|", fmt.Sprintf("%.3g", r.MeanAbsNLL), fmt.Sprintf("≤ %.3g", t.MeanNLL))
+	row("RMS ΔNLL", fmt.Sprintf("%.3g", r.RMSNLL), "")
+	row("KL mean / max", fmt.Sprintf("%.3g / %.3g", r.MeanKL, r.MaxKL), fmt.Sprintf("mean ≤ %.3g", t.MeanKL))
+	row("top-1 agreement", fmt.Sprintf("%.4f", r.Top1Agree), fmt.Sprintf("≥ %.4f", t.MinTop1))
+	row("PPL", fmt.Sprintf("%.6g / %.6g", r.PPL[0], r.PPL[1]), fmt.Sprintf("relative ≤ %.3g", t.PPLRel))
+	if len(r.Points) > 0 {
+		fmt.Fprintf(w, "  hidden states (relative L2 error, tolerance %.3g):\n", t.HiddenRe)
+		for _, p := range r.Points {
+			mark := ""
+			if !(p.RelErr <= t.HiddenRe) {
+				mark = "  <-- beyond tolerance"
+			}
+			fmt.Fprintf(w, "    layer %3d %-10s %.3g%s\n", p.Layer, p.Site, p.RelErr, mark)
+		}
+	}
+	if r.Pass {
+		fmt.Fprintln(w, "verify: PASS")
+		return
+	}
+	fmt.Fprintln(w, "verify: FAIL")
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "  %s\n", f)
+	}
+}

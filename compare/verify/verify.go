@@ -65,7 +65,7 @@ type PointError struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	First, Second string // backend names (with precision)
+	First, Second string  // backend names (with precision)
 	Windows       int     `json:"windows"`
 	Tokens        int     `json:"tokens"`
 	MaxAbsNLL     float64 `json:"max_abs_dnll"`

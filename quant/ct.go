@@ -236,14 +236,18 @@ func (m *MXFP4) Dequantize(dst []float64) error {
 		return err
 	}
 	half, groups := m.In/2, m.In/32
+	var lut [16]float64
 	for r := 0; r < m.Out; r++ {
 		for g := 0; g < groups; g++ {
 			sc := DecodeE8M0(m.Scales[r*groups+g])
+			for code := range lut {
+				lut[code] = DecodeE2M1(byte(code)) * sc
+			}
 			d := dst[r*m.In+32*g : r*m.In+32*g+32]
 			p := m.Packed[r*half+16*g : r*half+16*g+16]
 			for k, b := range p {
-				d[2*k] = DecodeE2M1(b&0xF) * sc
-				d[2*k+1] = DecodeE2M1(b>>4) * sc
+				d[2*k] = lut[b&0xF]
+				d[2*k+1] = lut[b>>4]
 			}
 		}
 	}

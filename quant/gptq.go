@@ -43,13 +43,17 @@ func (q *GPTQ) Dequantize(dst []float64) error {
 	}
 	per := 32 / q.Bits
 	mask := uint32(1)<<q.Bits - 1
-	for i := 0; i < q.In; i++ {
-		g := int(q.GIdx[i])
-		row := q.QWeight[(i/per)*q.Out : (i/per+1)*q.Out]
-		sc, z := q.Scales[g*q.Out:(g+1)*q.Out], zeros[g*q.Out:(g+1)*q.Out]
-		sh := uint(i%per) * uint(q.Bits)
+	// One packed row of words covers `per` inputs of every output: write
+	// them as a contiguous run of dst[o, j*per : j*per+per].
+	for j := 0; j < q.In/per; j++ {
+		row := q.QWeight[j*q.Out : (j+1)*q.Out]
+		gi := q.GIdx[j*per : (j+1)*per]
 		for o, w := range row {
-			dst[o*q.In+i] = sc[o] * float64(int(w>>sh&mask)-z[o])
+			d := dst[o*q.In+j*per : o*q.In+(j+1)*per]
+			for k := range d {
+				g := int(gi[k])*q.Out + o
+				d[k] = q.Scales[g] * float64(int(w>>(uint(k)*uint(q.Bits))&mask)-zeros[g])
+			}
 		}
 	}
 	return q.checkFinite(dst)
@@ -174,15 +178,19 @@ func (a *AWQ) Dequantize(dst []float64) error {
 			zeros[g*a.Out+o] = awqField(a.QZeros[g*w8:(g+1)*w8], o)
 		}
 	}
-	for i := 0; i < a.In; i++ {
-		g := i / a.GroupSize
-		row := a.QWeight[i*w8 : (i+1)*w8]
-		sc, z := a.Scales[g*a.Out:(g+1)*a.Out], zeros[g*a.Out:(g+1)*a.Out]
-		for j, w := range row {
+	// Tiles of 8 inputs × 8 outputs: reads 8 words, writes 8 runs of 8.
+	for i0 := 0; i0 < a.In; i0 += 8 {
+		n := min(8, a.In-i0)
+		for j := 0; j < w8; j++ {
 			for c := 0; c < 8; c++ {
 				o := 8*j + c
-				u := int(w>>(uint(AWQReverseOrder[c])*4)) & 0xF
-				dst[o*a.In+i] = float64(u-z[o]) * sc[o]
+				sh := uint(AWQReverseOrder[c]) * 4
+				d := dst[o*a.In+i0 : o*a.In+i0+n]
+				for k := range d {
+					i := i0 + k
+					g := (i/a.GroupSize)*a.Out + o
+					d[k] = float64(int(a.QWeight[i*w8+j]>>sh&0xF)-zeros[g]) * a.Scales[g]
+				}
 			}
 		}
 	}

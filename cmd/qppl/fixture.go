@@ -37,8 +37,8 @@ func newFixtureCmd() *cli.Command {
 			&cli.IntFlag{Name: "head-dim", Usage: "head dimension (default 16; qwen3 32)"},
 			&cli.IntFlag{Name: "max-pos", Usage: "max_position_embeddings (default 2048)"},
 			&cli.StringFlag{Name: "dtype", Usage: "f32 or bf16 (default f32)"},
-			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (default: on for llama and qwen3); a tied head implies --init random"},
-			&cli.StringFlag{Name: "init", Usage: "random or bigram: fit embedding and head to the demo text's bigrams, for a realistic PPL (default: bigram for mistral and qwen2 with vocab ≤ 2048; random otherwise)"},
+			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (default: on for llama and qwen3)"},
+			&cli.StringFlag{Name: "init", Usage: "random or bigram: fit embedding and head to the demo text's bigrams, for a realistic PPL (default: bigram when vocab ≤ 2048 and, for a tied head, intermediate ≥ hidden; random otherwise)"},
 		},
 		Action: func(c *cli.Context) error {
 			o, err := fixtureOptionsFrom(c)
@@ -97,8 +97,8 @@ func fixtureOptionsFrom(c *cli.Context) (fixtureOptions, error) {
 	}
 	if c.IsSet("init") {
 		o.Init = c.String("init")
-	} else if o.Tied || o.Vocab > 2048 {
-		o.Init = fixtures.InitRandom
+	} else if o.Vocab > 2048 || (o.Tied && (o.Hidden < 6 || o.Intermediate < o.Hidden)) {
+		o.Init = fixtures.InitRandom // sizes the bigram construction cannot take
 	}
 	if err := o.Validate(); err != nil {
 		return fo, err

@@ -38,7 +38,7 @@ func TestFixtureCmd(t *testing.T) {
 		{[]string{"--heads", "3"}, "not divisible"},
 		{[]string{"--preset", "huge"}, `unknown --preset "huge"`},
 		{[]string{"--preset", "smollm2", "--arch", "qwen3"}, "drop --arch"},
-		{[]string{"--tied", "--init", "bigram"}, "bigram init needs an untied head"},
+		{[]string{"--tied", "--init", "bigram", "--intermediate", "32"}, "bigram init of a tied model needs"},
 		{[]string{"--init", "ones"}, `init "ones" must be random or bigram`},
 	} {
 		bad := filepath.Join(t.TempDir(), "bad")

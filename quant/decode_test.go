@@ -198,3 +198,46 @@ func TestRoundings(t *testing.T) {
 		}
 	}
 }
+
+// A mixed-precision checkpoint: each module decoded with its own group's
+// format, ignored modules dense, and the stored activation constants used.
+func TestMixedPrecisionOpen(t *testing.T) {
+	s := mustScheme(t, `{"quant_method":"compressed-tensors","format":"mixed-precision","ignore":["re:.*down_proj$"],
+"config_groups":{
+ "a":{"targets":["re:.*mlp\\.(gate|up)_proj$"],"format":"nvfp4-pack-quantized",
+      "weights":{"num_bits":4,"type":"float","strategy":"tensor_group","group_size":16},
+      "input_activations":{"num_bits":4,"type":"float","strategy":"tensor_group","group_size":16,"dynamic":"local"}},
+ "b":{"targets":["Linear"],"format":"int-quantized",
+      "weights":{"num_bits":8,"type":"int","strategy":"channel","symmetric":true},
+      "input_activations":{"num_bits":8,"type":"int","strategy":"tensor","symmetric":false,"dynamic":false}}}}`)
+	src := newMem().
+		add("l.mlp.up_proj.weight_packed", "U8", []int{1, 8}, []byte{0x10, 0x3A, 0xD4, 0x76, 0x0F, 0x82, 0x76, 0x2C}).
+		add("l.mlp.up_proj.weight_scale", "F8_E4M3", []int{1, 1}, []byte{0x7E}).
+		add("l.mlp.up_proj.weight_global_scale", "F32", []int{1}, floats("F32", 896)).
+		add("l.mlp.up_proj.input_global_scale", "F32", []int{1}, floats("F32", 448)).
+		add("l.self_attn.o_proj.weight", "I8", []int{1, 4}, []byte{0x7F, 0x80, 0x20, 0x00}).
+		add("l.self_attn.o_proj.weight_scale", "BF16", []int{1, 1}, []byte{0x80, 0x3C}).
+		add("l.self_attn.o_proj.input_scale", "BF16", []int{1}, floats("BF16", 0x1p-6)).
+		add("l.self_attn.o_proj.input_zero_point", "I8", []int{1}, []byte{0xF7}). // -9
+		add("l.mlp.down_proj.weight", "BF16", []int{1, 2}, floats("BF16", 1, 2))
+	up, _ := decode(t, s, src, "l.mlp.up_proj")
+	if up.Format() != "nvfp4+a-nvfp4" {
+		t.Errorf("up: %s", up.Format())
+	}
+	x := []float64{2.875, -1.125, 0.25, 0.3125, -0.6875, 0.84375, 1.3125, -1.6875, 1.75, 2.4375, -2.5625, 0, -0.09375, 0.625, 1.25, -0.75}
+	if err := up.InputQuantizer().Quantize(x, 1, 16); err != nil || x[0] != 2.7857142857142856 {
+		t.Errorf("E1 through Open: %v %v", x[0], err)
+	}
+	o, w := decode(t, s, src, "l.self_attn.o_proj")
+	sameBits(t, "o", w, []float64{127.0 / 64, -2, 0.5, 0})
+	// E6 asymmetric through the stored input_scale and input_zero_point.
+	x = []float64{1, -2.5, 0.296875, 2.09375, -0.0078125, 0, -1.9921875, 0.5}
+	if err := o.InputQuantizer().Quantize(x, 2, 4); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "E6 asym", x, []float64{1, -1.859375, 0.296875, 2.09375, -0.015625, 0, -1.859375, 0.5})
+	down, w := decode(t, s, src, "l.mlp.down_proj")
+	if down.Format() != "bf16" || down.InputQuantizer() != nil || w[1] != 2 {
+		t.Errorf("ignored down_proj: %s %v", down.Format(), w)
+	}
+}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 )
@@ -14,9 +16,11 @@ var version = "dev"
 // Exit codes (documented in README.md).
 const (
 	exitOK        = 0
-	exitError     = 1 // evaluation error
-	exitUsage     = 2 // usage or input error
-	exitRegressed = 3 // compare --baseline or verify beyond tolerance
+	exitError     = 1   // evaluation error
+	exitUsage     = 2   // usage or input error
+	exitRegressed = 3   // compare --baseline or verify beyond tolerance
+	exitSIGINT    = 130 // interrupted by SIGINT (128 + 2)
+	exitSIGTERM   = 143 // interrupted by SIGTERM (128 + 15)
 )
 
 // exitError wraps an error with the process exit code it maps to.
@@ -62,13 +66,32 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	}
 }
 
-// run executes the command line and returns the process exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := newApp(stdin, stdout, stderr).Run(args)
+// run executes the command line and returns the process exit code. A
+// panic never escapes it: it is reported as an internal error (exit 1).
+// SIGINT and SIGTERM cancel the command's context (signal.go); an
+// interrupted command exits 130 or 143 and, when it has a --run-dir,
+// prints the command that resumes it.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "qppl: internal error: %v (please report this bug with the command line)\n%s", r, debug.Stack())
+			code = exitError
+		}
+	}()
+	ctx, in := watchInterrupts(context.Background(), stderr)
+	defer in.close()
+	err := newApp(stdin, stdout, stderr).RunContext(ctx, args)
 	if err == nil {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "qppl: %v\n", err)
+	if s := in.signal(); s != nil {
+		var ie *interruptedError
+		if errors.As(err, &ie) && ie.runDir != "" {
+			fmt.Fprintf(stderr, "qppl: resume with:\n  %s\n", shellQuote(args))
+		}
+		return signalCode(s)
+	}
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return ce.code

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,9 @@ type evalOptions struct {
 
 	Bootstrap int
 	Seed      uint64
+
+	RunDir string // --run-dir DIR: journal windows, resume
+	Shard  string // --shard I/N
 }
 
 func newEvalCmd() *cli.Command {
@@ -90,6 +94,8 @@ func newEvalCmd() *cli.Command {
 			&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
 			&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
 			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
+			&cli.StringFlag{Name: "run-dir", Usage: "journal every finished window in DIR; the same command resumes an interrupted run (docs/runs.md)"},
+			&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -104,6 +110,7 @@ func newEvalCmd() *cli.Command {
 				SaveLogits: c.String("save-logits"), LogitsFormat: c.String("logits-format"), KLDBase: c.String("kld-base"),
 				KLDMode: c.String("kld-mode"), KLDRows: c.Int("kld-rows"), KLDAllPos: c.Bool("kld-all-positions"), TopK: c.Int("top-k"),
 				Bootstrap: c.Int("bootstrap"), Seed: c.Uint64("seed"),
+				RunDir: c.String("run-dir"), Shard: c.String("shard"),
 			}
 			if !c.IsSet("kld-rows") {
 				o.KLDRows = 0 // unset: compare_q's 10 when saving, the store's when reading
@@ -136,6 +143,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	if err := o.check(method); err != nil {
 		return usageErr(err)
+	}
+	shard, err := compare.ParseShard(o.Shard)
+	if err != nil {
+		return usageErr(fmt.Errorf("eval: --%w", err))
 	}
 
 	// Model.
@@ -236,46 +247,92 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	defer be.Close()
 	info := be.Info()
 
-	// Run.
-	start := time.Now()
-	runner := &compare.Runner{
-		Backend: be, Windows: ws, Base: base, Save: save, TopK: o.TopK, Top1: o.TokensOut != "",
-		Progress: &compare.Progress{W: stderr},
+	// Identity: everything that decides the result but the windows' scores.
+	id := &runIdentity{
+		Version: identityVersion, Command: "eval",
+		Model: o.Model, ModelHash: modelHash, Label: o.Label, Backend: info.Name, Precision: info.Precision,
+		Data: spec, DataSpecHash: specHash, Windows: len(ws),
+		KLMode: string(klMode), TopK: o.TopK, Words: words, Bytes: bytes, Bootstrap: o.Bootstrap, Seed: o.Seed,
 	}
-	results, err := runner.Run(ctx)
-	if err != nil {
-		return err
+	if o.Shard != "" {
+		id.Shard = fmt.Sprintf("%d/%d", shard.I, shard.N)
 	}
-	elapsed := time.Since(start)
-
-	// Metrics.
-	res, err := compare.Reduce(results, compare.ReduceOptions{
-		Method: method, Words: words, Bytes: bytes, KLMode: string(klMode), TopK: o.TopK,
-		Bootstrap: o.Bootstrap, Seed: o.Seed,
-	})
-	if err != nil {
-		return err
-	}
-	res.Label, res.Model, res.ModelHash = o.Label, o.Model, modelHash
-	res.Backend, res.Precision = info.Name, info.Precision
-	res.Method, res.Ctx, res.Stride, res.Rows = string(method), o.Ctx, spec.Stride, o.Rows
-	res.Data, res.DataSpecHash, res.TokensHash = spec, specHash, spec.TokensHash
 	if rep, err := quant.Inspect(m); err != nil {
 		fmt.Fprintf(stderr, "qppl: warning: bits per weight not available: %v\n", err)
 	} else {
-		res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format
+		id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format = rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format
 	}
-	if res.KLD != nil && base != nil {
+	if base != nil {
 		h := base.Header()
-		res.KLD.BaseFormat = string(h.Encoding)
+		id.KLBaseFormat = string(h.Encoding)
 		if h.Container == compare.ContainerLlamaCpp {
-			res.KLD.BaseFormat = "llamacpp-u16"
+			id.KLBaseFormat = "llamacpp-u16"
 		}
-		res.KLD.BaseKey = h.Key()
+		id.KLBaseKey = h.Key()
+	}
+
+	// Run directory: journal, resume.
+	var rd *runDir
+	if o.RunDir != "" {
+		if id.ModelHash == "" {
+			if id.ModelHash, err = compare.ModelHash(dir); err != nil {
+				return err
+			}
+		}
+		if rd, err = openRunDir(o.RunDir, id, ws); err != nil {
+			return err
+		}
+		defer rd.close()
+	}
+	total := 0
+	for _, w := range ws {
+		if shard.Has(w.Index) {
+			total++
+		}
+	}
+	var done []compare.WindowResult
+	if rd != nil {
+		done = rd.done
+		if len(done) > 0 {
+			fmt.Fprintf(stderr, "qppl: resuming from %s: %d of %d windows already done\n", journalPath(o.RunDir), len(done), total)
+		}
+	}
+
+	// Run.
+	start := time.Now()
+	runner := &compare.Runner{
+		Backend: be, Windows: ws, Base: base, Save: save, TopK: o.TopK, Top1: o.TokensOut != "" || rd != nil,
+		Progress: &compare.Progress{W: stderr},
+		Skip:     compare.SkipFunc(done, shard),
+	}
+	if rd != nil {
+		runner.OnWindow = rd.append
+	}
+	fresh, err := runner.Run(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &interruptedError{err: err, runDir: o.RunDir, done: len(done) + len(fresh), total: total}
+		}
+		return err
+	}
+	elapsed := time.Since(start)
+	results := append(slices.Clip(done), fresh...)
+	if o.Shard != "" {
+		fmt.Fprintf(stdout, "shard %s: %d windows done (%d this time) in %s\n", id.Shard, len(results), len(fresh), journalPath(o.RunDir))
+		fmt.Fprintf(stdout, "when all %d shards are done: qppl merge DIR... --json FILE\n", shard.N)
+		return nil
+	}
+
+	// Metrics.
+	res, err := reduceRun(results, id)
+	if err != nil {
+		return err
 	}
 	var fwd int64
 	for _, w := range ws {
-		fwd += int64(len(w.Tokens))
+		if !runner.Skip(w.Index) {
+			fwd += int64(len(w.Tokens))
+		}
 	}
 	res.Timing = &compare.Timing{Seconds: elapsed.Seconds(), TokensPerSec: float64(fwd) / elapsed.Seconds()}
 
@@ -286,11 +343,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 	}
 	if o.JSON != "" {
-		if err := compare.WriteFileAtomic(o.JSON, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}); err != nil {
+		if err := writeResultJSON(o.JSON, &res); err != nil {
 			return err
 		}
 	}
@@ -335,6 +388,15 @@ func (o *evalOptions) check(method compare.Method) error {
 	}
 	if o.Rows < 0 {
 		return fmt.Errorf("eval: --rows %d: must be >= 0 (0 = all)", o.Rows)
+	}
+	if o.Shard != "" && o.RunDir == "" {
+		return errors.New("eval: --shard needs --run-dir DIR (the shard's windows are journaled there and combined by qppl merge)")
+	}
+	if o.Shard != "" && (o.JSON != "" || o.NLLOut != "" || o.TokensOut != "") {
+		return errors.New("eval: a shard holds only part of the windows: write --json/--nll-out with qppl merge DIR... once every shard is done")
+	}
+	if o.RunDir != "" && o.SaveLogits != "" {
+		return errors.New("eval: --save-logits runs cannot be resumed: run the base model without --run-dir")
 	}
 	if o.SaveLogits != "" && o.KLDBase != "" {
 		return errors.New("eval: --save-logits (base run) and --kld-base (quantized run) exclude each other")
@@ -488,4 +550,36 @@ func evalCreateStore(o evalOptions, dir string, mode compare.KLMode, ws []backen
 		return nil, "", usageErr(err)
 	}
 	return s, modelHash, nil
+}
+
+// reduceRun reduces window results and fills the result's descriptive
+// fields from the run identity. eval and merge both end here, so a merged
+// run writes exactly what the unsharded run writes.
+func reduceRun(results []compare.WindowResult, id *runIdentity) (compare.Result, error) {
+	res, err := compare.Reduce(results, compare.ReduceOptions{
+		Method: compare.Method(id.Data.Method), Words: id.Words, Bytes: id.Bytes, KLMode: id.KLMode, TopK: id.TopK,
+		Bootstrap: id.Bootstrap, Seed: id.Seed,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Label, res.Model, res.ModelHash = id.Label, id.Model, id.ModelHash
+	res.Backend, res.Precision = id.Backend, id.Precision
+	res.Method, res.Ctx, res.Stride, res.Rows = id.Data.Method, id.Data.Ctx, id.Data.Stride, id.Data.Rows
+	res.Data, res.DataSpecHash, res.TokensHash = id.Data, id.DataSpecHash, id.Data.TokensHash
+	res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format
+	if res.KLD != nil && id.KLBaseKey != "" {
+		res.KLD.BaseFormat = id.KLBaseFormat
+		res.KLD.BaseKey = id.KLBaseKey
+	}
+	return res, nil
+}
+
+// writeResultJSON writes one result as indented JSON, atomically.
+func writeResultJSON(path string, res *compare.Result) error {
+	return compare.WriteFileAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	})
 }

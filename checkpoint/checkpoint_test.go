@@ -76,6 +76,11 @@ func TestRoundTripEveryDType(t *testing.T) {
 	if err := WriteFile(path, ts, md); err != nil {
 		t.Fatal(err)
 	}
+	// The streaming writer and Encode agree byte for byte.
+	disk, _ := os.ReadFile(path)
+	if mem, err := Encode(ts, md); err != nil || !bytes.Equal(disk, mem) {
+		t.Fatalf("WriteFile and Encode differ (%v)", err)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

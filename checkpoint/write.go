@@ -1,10 +1,12 @@
 package checkpoint
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -128,20 +130,40 @@ func Encode(tensors []WriteTensor, metadata map[string]string) ([]byte, error) {
 	return hdr, nil
 }
 
-// WriteFile writes a safetensors file atomically (temp file + rename).
+// WriteFile writes a safetensors file atomically (temp file + rename),
+// streaming the tensors' data rather than assembling the file in memory.
 // Tensors are laid out in the Rust writer's order (see SortForWrite).
 func WriteFile(path string, tensors []WriteTensor, metadata map[string]string) error {
-	data, err := Encode(tensors, metadata)
+	ts := append([]WriteTensor(nil), tensors...)
+	SortForWrite(ts)
+	hdr, err := EncodeHeader(ts, metadata)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return WriteFileAtomic(path, data)
+	return writeAtomic(path, func(w io.Writer) error {
+		if _, err := w.Write(hdr); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if _, err := w.Write(t.Data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory, synced and renamed into place, so readers never see a partial
 // file.
 func WriteFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+func writeAtomic(path string, fill func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -154,7 +176,11 @@ func WriteFileAtomic(path string, data []byte) error {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := fill(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		return err
 	}
 	if err := tmp.Sync(); err != nil {

@@ -69,6 +69,9 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	default:
 		return nil, fmt.Errorf("%w: model_type %q (supported: %s)", ErrUnsupported, cfg.ModelType, strings.Join(checkpoint.SupportedModelTypes(), ", "))
 	}
+	if cfg.MLPBias {
+		return nil, fmt.Errorf("%w: %s with mlp_bias (biases on gate/up/down_proj) is not supported", ErrUnsupported, cfg.ModelType)
+	}
 	if cfg.HiddenAct != "silu" {
 		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
 	}

@@ -90,6 +90,17 @@ func TestForUnsupported(t *testing.T) {
 	if _, err := For(&bad); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `hidden_act "gelu"`) {
 		t.Errorf("gelu: %v", err)
 	}
+	bad = *c
+	bad.MLPBias = true
+	if _, err := For(&bad); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "mlp_bias") {
+		t.Errorf("mlp_bias: %v", err)
+	}
+	if cm := cfg(t, `{"model_type":"llama",`+base+`,"mlp_bias":true}`); !cm.MLPBias {
+		t.Error("llama mlp_bias not read")
+	}
+	if cm := cfg(t, `{"model_type":"qwen2",`+base+`,"mlp_bias":true}`); cm.MLPBias {
+		t.Error("qwen2 mlp_bias read (Qwen2MLP has no bias)")
+	}
 	if _, err := For(nil); err == nil {
 		t.Error("nil config accepted")
 	}

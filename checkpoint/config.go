@@ -50,6 +50,9 @@ type Config struct {
 	QuantizationConfig    json.RawMessage // quantization_config or compression_config; nil when absent
 
 	EOSTokenIDs []int // every eos_token_id (a list in some configs); nil when absent
+	// MLPBias is llama's mlp_bias (biases on gate/up/down); false for the
+	// other model types, whose MLPs have none.
+	MLPBias bool
 	// SlidingWindow is the attention window when the model uses one
 	// (mistral's sliding_window; qwen2/qwen3 only with use_sliding_window),
 	// 0 for full causal attention.
@@ -179,6 +182,9 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 	}
 	if c.ModelType == "mistral" {
 		c.AttentionBias = false // MistralAttention has no bias
+	}
+	if c.ModelType == "llama" {
+		c.MLPBias = p.boolean("mlp_bias", false)
 	}
 	c.HiddenAct = p.str("hidden_act", "silu")
 	c.TorchDtype = p.str("torch_dtype", "")

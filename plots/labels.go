@@ -62,6 +62,26 @@ func segHitsRect(s segment, r rect) bool {
 		clip(-dy, s.Y0-r.MinY) && clip(dy, r.MaxY-s.Y0) && t0 <= t1
 }
 
+// rectDist is the distance from (x, y) to the nearest point of r.
+func rectDist(r rect, x, y float64) float64 {
+	dx := math.Max(0, math.Max(r.MinX-x, x-r.MaxX))
+	dy := math.Max(0, math.Max(r.MinY-y, y-r.MaxY))
+	return math.Hypot(dx, dy)
+}
+
+// segsCross reports whether segments a and b properly intersect (touching
+// end points do not count).
+func segsCross(a, b segment) bool {
+	orient := func(ax, ay, bx, by, cx, cy float64) float64 {
+		return (bx-ax)*(cy-ay) - (by-ay)*(cx-ax)
+	}
+	d1 := orient(b.X0, b.Y0, b.X1, b.Y1, a.X0, a.Y0)
+	d2 := orient(b.X0, b.Y0, b.X1, b.Y1, a.X1, a.Y1)
+	d3 := orient(a.X0, a.Y0, a.X1, a.Y1, b.X0, b.Y0)
+	d4 := orient(a.X0, a.Y0, a.X1, a.Y1, b.X1, b.Y1)
+	return d1*d2 < 0 && d3*d4 < 0
+}
+
 // labelInput is one label to place: the anchor point and the label size.
 type labelInput struct {
 	X, Y float64 // anchor (the data point)
@@ -91,12 +111,12 @@ type layoutParams struct {
 // positions adjacent to the marker (right, left, above, below, then the
 // diagonals), then rings of 16 directions at increasing distance. A
 // candidate is admissible when it lies inside bounds and overlaps no placed
-// label (with Pad clearance) and no point marker. The first admissible
+// label or fixed obstacle (with Pad clearance) and no point marker. The first admissible
 // candidate that crosses none of the polylines (segs) and whose leader line
-// crosses no placed label wins; failing that, the admissible candidate with
+// crosses no placed label or leader line wins; failing that, the admissible candidate with
 // the fewest such crossings; failing that, the candidate with the least
 // overlap (marked Overlaps).
-func placeLabels(in []labelInput, bounds rect, segs []segment, p layoutParams) []placement {
+func placeLabels(in []labelInput, bounds rect, segs []segment, fixed []rect, p layoutParams) []placement {
 	n := len(in)
 	out := make([]placement, n)
 	markers := make([]rect, n)
@@ -125,7 +145,8 @@ func placeLabels(in []labelInput, bounds rect, segs []segment, p layoutParams) [
 		return in[i].Y < in[j].Y
 	})
 
-	var placed []rect
+	placed := append([]rect(nil), fixed...)
+	var leaders []segment
 	for _, i := range order {
 		l := in[i]
 		best, bestCost, bestSoft := rect{}, math.Inf(1), math.Inf(1)
@@ -150,6 +171,21 @@ func placeLabels(in []labelInput, bounds rect, segs []segment, p layoutParams) [
 					soft++
 				}
 			}
+			for _, ld := range leaders {
+				if segHitsRect(ld, box) {
+					soft += 2
+				}
+			}
+			// Ambiguity: another point about as close to an adjacent label
+			// as its own point.
+			if !c.leader {
+				own := rectDist(box, l.X, l.Y)
+				for j, q := range in {
+					if j != i && rectDist(box, q.X, q.Y) < own+2 {
+						soft += 0.5
+					}
+				}
+			}
 			if c.leader {
 				ls := leaderSegment(l.X, l.Y, box)
 				for _, q := range placed {
@@ -157,7 +193,12 @@ func placeLabels(in []labelInput, bounds rect, segs []segment, p layoutParams) [
 						soft += 2
 					}
 				}
-				soft += 0.01 * float64(k) // prefer nearer rings
+				for _, ld := range leaders {
+					if segsCross(ls, ld) {
+						soft += 2
+					}
+				}
+				soft += 0.3 + 0.01*float64(k) // a leader costs; nearer rings first
 			}
 			if hard == 0 {
 				if !found || soft < bestSoft {
@@ -174,6 +215,9 @@ func placeLabels(in []labelInput, bounds rect, segs []segment, p layoutParams) [
 		}
 		out[i] = placement{Box: best, Leader: bestLeader, Overlaps: !found}
 		placed = append(placed, best)
+		if bestLeader {
+			leaders = append(leaders, leaderSegment(l.X, l.Y, best))
+		}
 	}
 	return out
 }

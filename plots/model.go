@@ -244,10 +244,13 @@ func assignColours(models []Model) (map[string]color.RGBA, error) {
 }
 
 // formatValue prints a chart value: compare_q's {y:.3f}, with more
-// decimals below 0.01 so that at least two significant digits show.
+// decimals below 0.01 so that at least two significant digits show, and
+// scientific notation below 1e-4.
 func formatValue(v float64) string {
 	prec := 3
-	if a := math.Abs(v); a > 0 && a < 0.01 {
+	if a := math.Abs(v); a > 0 && a < 1e-4 {
+		return strconv.FormatFloat(v, 'e', 1, 64)
+	} else if a > 0 && a < 0.01 {
 		prec = 1 - int(math.Floor(math.Log10(a)))
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64)

@@ -168,8 +168,12 @@ func TestSVGLabelsAndPoints(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	ms := sampleModels()
-	for _, o := range []Options{{Y: YKLD}, {Y: YPPL, LogY: true, X: XVRAM}, {Y: YKLDDist}} {
-		for _, f := range []string{"svg", "png"} {
+	for i, o := range []Options{{Y: YKLD}, {Y: YPPL, LogY: true, X: XVRAM}, {Y: YKLDDist}} {
+		formats := []string{"svg"}
+		if i == 0 {
+			formats = append(formats, "png") // PNG encoding is slow; once
+		}
+		for _, f := range formats {
 			a, _ := render(t, f, ms, o)
 			b, _ := render(t, f, ms, o)
 			if !bytes.Equal(a, b) {
@@ -299,7 +303,7 @@ func TestFormatValue(t *testing.T) {
 	for _, c := range []struct {
 		v    float64
 		want string
-	}{{7.6421, "7.642"}, {0.312, "0.312"}, {0.0704, "0.070"}, {0.013, "0.013"}, {0.003, "0.0030"}, {0.000412, "0.00041"}, {0, "0.000"}, {12.5, "12.500"}} {
+	}{{7.6421, "7.642"}, {0.312, "0.312"}, {0.0704, "0.070"}, {0.013, "0.013"}, {0.003, "0.0030"}, {0.000412, "0.00041"}, {5.6e-10, "5.6e-10"}, {0, "0.000"}, {12.5, "12.500"}} {
 		if got := formatValue(c.v); got != c.want {
 			t.Errorf("formatValue(%v) = %q, want %q", c.v, got, c.want)
 		}
@@ -339,6 +343,13 @@ func TestTicks(t *testing.T) {
 	if s := strings.Join(got, " "); s != "0.0 0.2 0.4 0.6 0.8" {
 		t.Errorf("linear ticks %q", s)
 	}
+	got = nil
+	for _, tk := range (linTicks{}).Ticks(-1e-10, 6e-10) {
+		got = append(got, tk.Label)
+	}
+	if s := strings.Join(got, " "); s != "-1e-10 0 1e-10 2e-10 3e-10 4e-10 5e-10 6e-10" {
+		t.Errorf("tiny linear ticks %q", s)
+	}
 }
 
 // TestPlaceLabels checks the placement invariants on random dense clouds:
@@ -354,8 +365,8 @@ func TestPlaceLabels(t *testing.T) {
 		for i := range in {
 			in[i] = labelInput{X: 50 + rng.Float64()*700, Y: 30 + rng.Float64()*440, W: 40 + rng.Float64()*40, H: 22}
 		}
-		out := placeLabels(in, bounds, nil, p)
-		again := placeLabels(in, bounds, nil, p)
+		out := placeLabels(in, bounds, nil, nil, p)
+		again := placeLabels(in, bounds, nil, nil, p)
 		for i := range out {
 			if out[i] != again[i] {
 				t.Fatalf("trial %d: placement not deterministic", trial)
@@ -393,7 +404,7 @@ func TestPlaceLabels(t *testing.T) {
 		crowd = append(crowd, labelInput{X: 50, Y: 50, W: 60, H: 20})
 	}
 	bad := 0
-	for _, pl := range placeLabels(crowd, rect{0, 0, 100, 100}, nil, p) {
+	for _, pl := range placeLabels(crowd, rect{0, 0, 100, 100}, nil, nil, p) {
 		if pl.Overlaps {
 			bad++
 		}
@@ -417,6 +428,22 @@ func TestSegHitsRect(t *testing.T) {
 	} {
 		if got := segHitsRect(c.s, r); got != c.want {
 			t.Errorf("segHitsRect(%+v) = %v", c.s, got)
+		}
+	}
+}
+
+func TestSegsCross(t *testing.T) {
+	for _, c := range []struct {
+		a, b segment
+		want bool
+	}{
+		{segment{0, 0, 10, 10}, segment{0, 10, 10, 0}, true},
+		{segment{0, 0, 10, 0}, segment{0, 1, 10, 1}, false},
+		{segment{0, 0, 10, 10}, segment{10, 10, 20, 0}, false}, // shared end point
+		{segment{0, 0, 2, 2}, segment{5, 0, 0, 5}, false},      // would cross if longer
+	} {
+		if got := segsCross(c.a, c.b); got != c.want {
+			t.Errorf("segsCross(%v, %v) = %v", c.a, c.b, got)
 		}
 	}
 }

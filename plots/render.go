@@ -464,7 +464,11 @@ func (linTicks) Ticks(min, max float64) []plot.Tick {
 		if math.Abs(v) < 1e-12*step {
 			v = 0
 		}
-		out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', dec, 64)})
+		label := strconv.FormatFloat(v, 'f', dec, 64)
+		if dec > 5 {
+			label = strconv.FormatFloat(v, 'g', 4, 64)
+		}
+		out = append(out, plot.Tick{Value: v, Label: label})
 	}
 	return out
 }

@@ -20,6 +20,13 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 	}
 	var fams []*series
 	byFam := map[string]*series{}
+	var ref *refLine
+	for _, m := range models {
+		if m.IsBase && o.Y == YPPL && finite(m.PPL) && m.PPL > 0 && keep(m.Label, o.Mask) {
+			txt, _, _ := splitLabel(m.Label)
+			ref = &refLine{Y: m.PPL, Text: txt + " (base) " + formatValue(m.PPL)}
+		}
+	}
 	for i, m := range models {
 		txt, fam, tag := splitLabel(m.Label)
 		if !keep(m.Label, o.Mask) {
@@ -84,6 +91,11 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		}
 	}
 
+	if ref != nil && (o.MaxY == 0 || ref.Y <= o.MaxY) {
+		ymin, ymax = math.Min(ymin, ref.Y), math.Max(ymax, ref.Y)
+	} else {
+		ref = nil
+	}
 	xlabel, ylabel := LabelBPW, LabelPPL
 	if o.X == XVRAM {
 		xlabel = LabelVRAM
@@ -103,7 +115,7 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
 	}
-	sc := &scatterBody{series: fams, th: th}
+	sc := &scatterBody{series: fams, th: th, ref: ref}
 	p.Add(gridPlotter{th.grid}, sc)
 
 	title := o.Title
@@ -118,10 +130,17 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 	return ch, rep, nil
 }
 
+// refLine is a horizontal reference line with a caption at its right end.
+type refLine struct {
+	Y    float64
+	Text string
+}
+
 // scatterBody draws the dotted family lines, the points and their labels.
 type scatterBody struct {
 	series []*series
 	th     theme
+	ref    *refLine    // the base model's value, drawn across the chart
 	placed []placement // after Plot, for tests and Report
 }
 
@@ -163,6 +182,45 @@ func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
 	nameSt := th.style(labelSize, false, th.ink)
 	valSt := th.style(labelSize, true, th.ink)
 	lineH := float64(nameSt.Height("Hg"))
+	var fixed []rect
+	if b.ref != nil {
+		y := ty(b.ref.Y)
+		c.StrokeLine2(draw.LineStyle{Color: th.soft, Width: vg.Points(0.9), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}, c.Min.X, y, c.Max.X, y)
+		segs = append(segs, segment{float64(c.Min.X), float64(y), float64(c.Max.X), float64(y)})
+		// Caption at an end of the line, above or below it: the position
+		// clear of markers and lines (right-above first on ties).
+		st := th.style(labelSize, false, th.soft)
+		txt := th.str(b.ref.Text)
+		w := float64(st.Width(txt))
+		var box rect
+		bestCost := math.Inf(1)
+		for _, cand := range [...][2]float64{{1, 1}, {1, -1}, {0, 1}, {0, -1}, {0.5, 1}, {0.5, -1}, {0.25, 1}, {0.25, -1}, {0.75, 1}, {0.75, -1}} {
+			x0 := float64(c.Min.X) + 4 + cand[0]*(float64(c.Max.X-c.Min.X)-8-w)
+			y0 := float64(y) + 2
+			if cand[1] < 0 {
+				y0 = float64(y) - 2 - lineH
+			}
+			r := rect{x0, y0, x0 + w, y0 + lineH}
+			cost := 0.0
+			for _, sg := range segs {
+				if segHitsRect(sg, r) {
+					cost++
+				}
+			}
+			for _, s := range b.series {
+				for _, p := range s.Points {
+					px, py := float64(tx(p.X)), float64(ty(p.Y))
+					cost += 100 * overlap(r, rect{px - markerR - 2, py - markerR - 2, px + markerR + 2, py + markerR + 2})
+				}
+			}
+			if cost < bestCost {
+				box, bestCost = r, cost
+			}
+		}
+		st.XAlign, st.YAlign = draw.XLeft, draw.YBottom
+		c.FillText(st, vg.Point{X: vg.Length(box.MinX), Y: vg.Length(box.MinY)}, txt)
+		fixed = append(fixed, box)
+	}
 	var (
 		in   []labelInput
 		refs []point
@@ -175,7 +233,7 @@ func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
 		}
 	}
 	bounds := rect{float64(c.Min.X) + 2, float64(c.Min.Y) + 2, float64(c.Max.X) - 2, float64(c.Max.Y) - 2}
-	b.placed = placeLabels(in, bounds, segs, layoutParams{MarkerR: markerR + 1, Gap: 3, Pad: 2, Rings: 16, Step: lineH * 0.9})
+	b.placed = placeLabels(in, bounds, segs, fixed, layoutParams{MarkerR: markerR + 1, Gap: 3, Pad: 2, Rings: 16, Step: lineH * 0.9})
 
 	// Leader lines under everything else.
 	leader := draw.LineStyle{Color: color.RGBA{0xa0, 0xa4, 0xaa, 0xff}, Width: vg.Points(0.7)}

@@ -192,3 +192,58 @@ func TestCheckDense(t *testing.T) {
 		t.Errorf("wrong shape: %v", err)
 	}
 }
+
+// The small trained model in ../shared opens, validates and matches its
+// architecture's dense tensor list exactly; the SmolLM2-135M config parses.
+func TestSharedModel(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "models", "tiny-wt2-mistral")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared model not found: %v", err)
+	}
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.Config
+	if c.ModelType != "llama" || c.HiddenSize != 128 || c.NumHiddenLayers != 4 || c.NumKeyValueHeads != 2 || c.HeadDim != 32 || !c.TieWordEmbeddings || c.RMSNormEps != 1e-5 {
+		t.Errorf("config %+v", c)
+	}
+	s, err := For(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDense(m); err != nil {
+		t.Fatal(err)
+	}
+	want := s.DenseWeights()
+	if len(m.Names()) != len(want) {
+		t.Errorf("%d tensors, want %d", len(m.Names()), len(want))
+	}
+	for _, w := range want {
+		if err := CheckTensor(m, w); err != nil {
+			t.Error(err)
+		}
+	}
+	v, shape, err := m.ReadFloat64(s.Layer(3).MLPNorm)
+	if err != nil || len(v) != 128 || shape[0] != 128 {
+		t.Fatalf("%v %v", shape, err)
+	}
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
+			t.Fatalf("norm gain %v", x)
+		}
+	}
+	smol := filepath.Join("..", "..", "shared", "tokenizers", "smollm2", "model-config.json")
+	data, err := os.ReadFile(smol)
+	if err != nil {
+		t.Skipf("SmolLM2 config not found: %v", err)
+	}
+	sc, err := checkpoint.ParseConfig(data, smol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.VocabSize != 49152 || sc.HiddenSize != 576 || sc.NumHiddenLayers != 30 || sc.NumAttentionHeads != 9 || sc.NumKeyValueHeads != 3 || sc.IntermediateSize != 1536 || sc.HeadDim != 64 || !sc.TieWordEmbeddings {
+		t.Errorf("SmolLM2 config %+v", sc)
+	}
+}

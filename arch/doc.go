@@ -10,6 +10,9 @@
 // head of q and k before RoPE and takes head_dim from config.json, mistral is
 // llama with its own defaults. For returns an error (wrapping
 // ErrUnsupported) for anything it cannot describe exactly: an unknown
-// model_type, an activation other than SiLU, or a sliding attention window.
-// Everything is computed in float64; nothing here reads tensors.
+// model_type, an activation other than SiLU, llama's mlp_bias, a RoPE
+// scaling type other than default/linear/llama3. A sliding attention
+// window is recorded; Spec.CheckContext rejects contexts longer than it.
+// RopeInvFreq is computed in float64; CheckDense and CheckTensor read only
+// headers, never tensor data.
 package arch

@@ -149,25 +149,14 @@ func DecodeFloat64(dt DType, raw []byte, dst []float64) error {
 		for i, b := range raw {
 			dst[i] = float64(int8(b))
 		}
-	case F8E4M3:
-		for i, b := range raw {
-			dst[i] = F8E4M3ToFloat64(b)
+	case F8E4M3, F8E5M2, F8E8M0, F8E4M3FNUZ, F8E5M2FNUZ:
+		// One 256-entry table per call: a lookup per element.
+		var table [256]float64
+		for b := range table {
+			table[b] = f8ToFloat64(dt, uint8(b))
 		}
-	case F8E5M2:
 		for i, b := range raw {
-			dst[i] = F8E5M2ToFloat64(b)
-		}
-	case F8E8M0:
-		for i, b := range raw {
-			dst[i] = F8E8M0ToFloat64(b)
-		}
-	case F8E4M3FNUZ:
-		for i, b := range raw {
-			dst[i] = fnuzToFloat64(b, 3, 8)
-		}
-	case F8E5M2FNUZ:
-		for i, b := range raw {
-			dst[i] = fnuzToFloat64(b, 2, 16)
+			dst[i] = table[b]
 		}
 	case I16:
 		for i := range dst {
@@ -219,6 +208,22 @@ func DecodeFloat64(dt DType, raw []byte, dst []float64) error {
 		}
 	}
 	return nil
+}
+
+// f8ToFloat64 decodes one byte of an 8-bit float dtype.
+func f8ToFloat64(dt DType, b uint8) float64 {
+	switch dt {
+	case F8E4M3:
+		return F8E4M3ToFloat64(b)
+	case F8E5M2:
+		return F8E5M2ToFloat64(b)
+	case F8E8M0:
+		return F8E8M0ToFloat64(b)
+	case F8E4M3FNUZ:
+		return fnuzToFloat64(b, 3, 8)
+	default: // F8E5M2FNUZ
+		return fnuzToFloat64(b, 2, 16)
+	}
 }
 
 // BF16ToFloat64 returns the exact value of a bfloat16 bit pattern.

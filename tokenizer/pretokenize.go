@@ -252,6 +252,9 @@ type metaspacePre struct {
 func (m *metaspacePre) preTokenize(ps []piece) []piece {
 	r, _ := utf8.DecodeRuneInString(m.repl)
 	return eachText(ps, func(p piece, out []piece) []piece {
+		if p.s == "" {
+			return out // HF's prepend is a no-op on an empty string
+		}
 		s := strings.ReplaceAll(p.s, " ", m.repl)
 		switch m.scheme {
 		case prependAlways:

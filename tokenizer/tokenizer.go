@@ -140,7 +140,8 @@ func (t *Tokenizer) IDToToken(id int32) (string, bool) {
 	return t.idToTok[id], true
 }
 
-// IsSpecial reports whether id is a special added token.
+// IsSpecial reports whether the token of id is special: its string is the
+// content of a special added token (what Decode with skipSpecial leaves out).
 func (t *Tokenizer) IsSpecial(id int32) bool {
 	return id >= 0 && int(id) < len(t.special) && t.special[id]
 }
@@ -251,10 +252,22 @@ func fromJSON(data, config []byte) (*Tokenizer, error) {
 		t.idToTok[id] = tok
 		t.present[id] = true
 	}
+	// As HF tokenizers 0.23: an added token with normalized=true is shown
+	// (IDToToken, Decode) in its normalized form; a token string is special
+	// when it equals the content of a special added token.
+	specials := make(map[string]bool)
 	for _, a := range toks {
 		t.idToTok[a.id] = a.content
-		t.special[a.id] = a.special
+		if a.normalized && t.norm != nil {
+			t.idToTok[a.id] = t.norm.normalize(a.content)
+		}
 		t.present[a.id] = true
+		if a.special {
+			specials[a.content] = true
+		}
+	}
+	for id, tok := range t.idToTok {
+		t.special[id] = t.present[id] && specials[tok]
 	}
 	if t.post, err = parsePostProcessor(f.PostProcessor, t); err != nil {
 		return nil, fmt.Errorf("post_processor: %w", err)

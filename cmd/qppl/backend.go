@@ -2,8 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/cuda"
+	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/backends/cuda/emu"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/reference"
 )
@@ -12,16 +19,103 @@ import (
 type backendOptions struct {
 	Name      string // reference | emu | cuda
 	Precision string // bf16 | fp16 | fp32 (emu, cuda)
-	GPUs      string
-	GPUSplit  string
+	GPUs      string // --gpus 0,1,... (cuda: device ids; emu: that many emulated devices)
+	GPUSplit  string // --gpu-split GB per device, comma separated
+	MaxTokens int    // longest window (--ctx); 0 = the cuda backend's default
+	Log       io.Writer
 }
 
 // openBackend is the one place that names concrete backends.
 func openBackend(m *checkpoint.Model, o backendOptions) (backends.Backend, error) {
 	switch o.Name {
 	case "", "reference":
+		if o.Precision != "" && o.Precision != "fp64" {
+			return nil, usageErr(fmt.Errorf("--precision %s: the reference backend computes in fp64", o.Precision))
+		}
 		return reference.New(m, reference.Options{})
+	case "emu":
+		ids, split, err := parseDevices(o)
+		if err != nil {
+			return nil, err
+		}
+		var devs []device.Device
+		for _, id := range ids {
+			d, err := emu.New(emu.Options{Name: fmt.Sprintf("emu:%d", id), MemBytes: 64 << 30})
+			if err != nil {
+				return nil, err
+			}
+			devs = append(devs, d)
+		}
+		return newCUDABackend(m, devs, split, o, "emu")
+	case "cuda":
+		return openCUDA(m, o)
 	default:
 		return nil, usageErr(fmt.Errorf("unknown backend %q (want reference, emu or cuda)", o.Name))
 	}
+}
+
+// parseDevices reads --gpus (default "0") and --gpu-split.
+func parseDevices(o backendOptions) ([]int, []float64, error) {
+	ids := []int{0}
+	if s := strings.TrimSpace(o.GPUs); s != "" {
+		ids = nil
+		for _, f := range strings.Split(s, ",") {
+			id, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || id < 0 {
+				return nil, nil, usageErr(fmt.Errorf("--gpus %q: want device ids like 0,1", o.GPUs))
+			}
+			ids = append(ids, id)
+		}
+	}
+	var split []float64
+	if s := strings.TrimSpace(o.GPUSplit); s != "" {
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || !(v > 0) {
+				return nil, nil, usageErr(fmt.Errorf("--gpu-split %q: want GB per device like 20,24", o.GPUSplit))
+			}
+			split = append(split, v)
+		}
+		if len(split) != len(ids) {
+			return nil, nil, usageErr(fmt.Errorf("--gpu-split has %d values for %d devices (--gpus %q)", len(split), len(ids), o.GPUs))
+		}
+	}
+	return ids, split, nil
+}
+
+// deviceOwner closes the devices a backend was opened on.
+type deviceOwner struct {
+	*cuda.Backend
+	devs []device.Device
+}
+
+func (d deviceOwner) Close() error {
+	err := d.Backend.Close()
+	for _, dv := range d.devs {
+		if e := dv.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+func newCUDABackend(m *checkpoint.Model, devs []device.Device, split []float64, o backendOptions, name string) (backends.Backend, error) {
+	if _, err := device.ParseDType(o.Precision); err != nil {
+		for _, d := range devs {
+			d.Close()
+		}
+		return nil, usageErr(err)
+	}
+	log := o.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	b, err := cuda.New(m, devs, cuda.Options{Name: name, Precision: o.Precision, MaxTokens: o.MaxTokens, SplitGB: split, Log: log})
+	if err != nil {
+		for _, d := range devs {
+			d.Close()
+		}
+		return nil, err
+	}
+	return deviceOwner{b, devs}, nil
 }

@@ -1,16 +1,221 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/compare"
+	"github.com/qppl/qppl/compare/verify"
+	"github.com/qppl/qppl/quant"
 )
 
-// STUB: replaced by the owner of the "verify" command.
+// verifyOptions are the flags of `qppl verify`.
+type verifyOptions struct {
+	Model    string
+	Backends [2]string
+	Backend  backendOptions // precision, gpus, gpu-split of the second backend
+	Tokens   string
+	Text     string
+	Dataset  string
+	Data     string
+	Ctx      int
+	Stride   int
+	Windows  int
+	Probe    int
+	JSON     string
+	Prec     string
+	Tol      verify.Tolerances
+	Set      map[string]float64 // tolerance flags given explicitly
+}
+
 func newVerifyCmd() *cli.Command {
-	return &cli.Command{
-		Name:   "verify",
-		Usage:  "(not implemented yet)",
-		Action: func(*cli.Context) error { return errors.New("verify: not implemented yet") },
+	fl := func(name, usage string) cli.Flag {
+		return &cli.Float64Flag{Name: name, Usage: usage + " (default: by precision, see docs/cuda.md)"}
 	}
+	return &cli.Command{
+		Name:      "verify",
+		Usage:     "compare two backends' numerics (NLL, KL, top-1, PPL, per-layer hidden states) on identical windows",
+		UsageText: "qppl verify --model DIR [--backends reference,emu|cuda] [--windows N] [--ctx N] [--precision bf16|fp16|fp32] [--tokens FILE | --text FILE | --dataset wikitext2] [tolerances]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "model directory", Required: true},
+			&cli.StringFlag{Name: "backends", Value: "reference,emu", Usage: "two backends, the first emitting log-probs (reference)"},
+			&cli.StringFlag{Name: "precision", Usage: "precision of the second backend: bf16 (default), fp16, fp32"},
+			&cli.StringFlag{Name: "gpus", Usage: "GPU ids (cuda) or number of emulated devices as ids (emu), e.g. 0,1"},
+			&cli.StringFlag{Name: "gpu-split", Usage: "GB per device, e.g. 20,24"},
+			&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file"},
+			&cli.StringFlag{Name: "text", Usage: "UTF-8 text, tokenized with the model's tokenizer.json"},
+			&cli.StringFlag{Name: "dataset", Usage: "wikitext2"},
+			&cli.StringFlag{Name: "data", Usage: "file for --dataset"},
+			&cli.IntFlag{Name: "ctx", Value: 256, Usage: "window length"},
+			&cli.IntFlag{Name: "stride", Usage: "window stride (default: ctx)"},
+			&cli.IntFlag{Name: "windows", Value: 2, Usage: "number of windows"},
+			&cli.IntFlag{Name: "probe-windows", Value: 1, Usage: "windows whose hidden states are compared (0: none)"},
+			&cli.StringFlag{Name: "json", Usage: "write the report as JSON to this file"},
+			fl("max-nll", "max |ΔNLL| per token"),
+			fl("mean-nll", "mean |ΔNLL|"),
+			fl("mean-kl", "mean KL(first ‖ second)"),
+			fl("min-top1", "minimum top-1 agreement"),
+			fl("ppl-rel", "max relative PPL difference"),
+			fl("hidden-rel", "max relative L2 error of a hidden state"),
+		},
+		Action: func(c *cli.Context) error {
+			bs := strings.Split(c.String("backends"), ",")
+			if len(bs) != 2 || bs[0] == "" || bs[1] == "" {
+				return usageErr(fmt.Errorf("--backends %q: want two backends, e.g. reference,emu", c.String("backends")))
+			}
+			o := verifyOptions{
+				Model: c.String("model"), Backends: [2]string{strings.TrimSpace(bs[0]), strings.TrimSpace(bs[1])},
+				Backend: backendOptions{Precision: c.String("precision"), GPUs: c.String("gpus"), GPUSplit: c.String("gpu-split"), Log: c.App.ErrWriter},
+				Tokens:  c.String("tokens"), Text: c.String("text"), Dataset: c.String("dataset"), Data: c.String("data"),
+				Ctx: c.Int("ctx"), Stride: c.Int("stride"), Windows: c.Int("windows"), Probe: c.Int("probe-windows"), JSON: c.String("json"),
+			}
+			prec := o.Backend.Precision
+			if prec == "" {
+				prec = "bf16"
+			}
+			if o.Backends[1] == "reference" {
+				prec = "fp64"
+			}
+			o.Prec = prec
+			for _, name := range []string{"max-nll", "mean-nll", "mean-kl", "min-top1", "ppl-rel", "hidden-rel"} {
+				if c.IsSet(name) {
+					if o.Set == nil {
+						o.Set = map[string]float64{}
+					}
+					o.Set[name] = c.Float64(name)
+				}
+			}
+			return runVerify(c.Context, o, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// runVerify: model → tokens → windows → both backends → report → exit code.
+func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) error {
+	if o.Ctx < 2 || o.Windows < 1 {
+		return usageErr(fmt.Errorf("verify: --ctx %d and --windows %d must be at least 2 and 1", o.Ctx, o.Windows))
+	}
+	if o.Stride == 0 {
+		o.Stride = o.Ctx
+	}
+	m, err := checkpoint.OpenDir(o.Model)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer m.Close()
+	spec, err := arch.For(m.Config)
+	if err != nil {
+		return usageErr(err)
+	}
+	act, err := hasActQuant(m, spec)
+	if err != nil {
+		return usageErr(err)
+	}
+	o.Tol = verify.DefaultTolerances(o.Prec, act)
+	for name, dst := range map[string]*float64{"max-nll": &o.Tol.MaxNLL, "mean-nll": &o.Tol.MeanNLL, "mean-kl": &o.Tol.MeanKL,
+		"min-top1": &o.Tol.MinTop1, "ppl-rel": &o.Tol.PPLRel, "hidden-rel": &o.Tol.HiddenRe} {
+		if v, ok := o.Set[name]; ok {
+			*dst = v
+		}
+	}
+	vocab := m.Config.VocabSize
+	var tokens []int32
+	if o.Tokens == "" && o.Text == "" && o.Dataset == "" {
+		// Deterministic synthetic ids: enough to exercise every kernel.
+		n := o.Ctx + (o.Windows-1)*o.Stride + 1
+		tokens = make([]int32, n)
+		x := uint64(0x9E3779B97F4A7C15)
+		for i := range tokens {
+			x = x*6364136223846793005 + 1442695040888963407
+			tokens[i] = int32((x >> 33) % uint64(vocab))
+		}
+		fmt.Fprintf(stderr, "verify: no --tokens/--text/--dataset: using %d deterministic synthetic token ids\n", n)
+	} else {
+		d, err := evalLoadData(ctx, evalOptions{Tokens: o.Tokens, Text: o.Text, Dataset: o.Dataset, Data: o.Data}, compare.MethodCompareQ, o.Model, m.Config, stderr)
+		if err != nil {
+			return usageErr(err)
+		}
+		if err := evalCheckTokens(d, vocab); err != nil {
+			return usageErr(err)
+		}
+		tokens = d.tokens
+	}
+	ws, err := compare.Windows(tokens, compare.WindowOptions{Method: compare.MethodCompareQ, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Windows, BOS: -1})
+	if err != nil {
+		return usageErr(fmt.Errorf("verify: %w", err))
+	}
+	var bes [2]backends.Backend
+	for i, name := range o.Backends {
+		bo := o.Backend
+		bo.Name, bo.MaxTokens = name, o.Ctx
+		if name == "reference" {
+			bo.Precision = ""
+		}
+		b, err := openBackend(m, bo)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		bes[i] = b
+	}
+	if _, ok := bes[0].(backends.LogProber); !ok {
+		return usageErr(fmt.Errorf("verify: %s cannot emit log-probs: put reference first", o.Backends[0]))
+	}
+	rep, err := verify.Run(ctx, bes[0], bes[1], ws, verify.Options{Tolerances: o.Tol, ProbeWindows: probeWindows(o.Probe), Layers: spec.Layers, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	rep.Write(stdout)
+	if o.JSON != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		tmp := o.JSON + ".tmp"
+		if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, o.JSON); err != nil {
+			return err
+		}
+	}
+	if !rep.Pass {
+		return &codedError{exitRegressed, errors.New("verify: differences beyond tolerance: " + strings.Join(rep.Failures, "; "))}
+	}
+	return nil
+}
+
+func probeWindows(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// hasActQuant reports whether the checkpoint quantizes Linear inputs at run
+// time (checked on layer 0's q_proj, as quantization_config applies to
+// every decoder Linear of these formats).
+func hasActQuant(m *checkpoint.Model, spec *arch.Spec) (bool, error) {
+	sc, err := quant.Parse(m.Config)
+	if err != nil {
+		return false, err
+	}
+	if spec.Layers == 0 {
+		return false, nil
+	}
+	l, err := sc.Linear(m, spec.Layer(0).Q)
+	if err != nil {
+		return false, err
+	}
+	return l.InputQuantizer() != nil, nil
 }

@@ -22,20 +22,30 @@ type Tolerances struct {
 }
 
 // DefaultTolerances returns the tolerances for a second backend computing
-// with the given precision ("fp64", "fp32", "bf16", "fp16"). They are set
-// several times above what fp32 / bf16 / fp16 arithmetic produces on the
-// fixtures (docs/cuda.md lists the measured values) and far below what a
-// wrong kernel produces (errors of order 1).
-func DefaultTolerances(precision string) Tolerances {
+// with the given precision ("fp64", "fp32", "bf16", "fp16"). actQuant says
+// that the checkpoint quantizes Linear inputs at run time (W4A4, W8A8,
+// FP8): its coarse activation grids turn the rounding noise of a reduced
+// precision into whole code steps, so bf16/fp16 tolerances widen there,
+// and the kernels of such checkpoints are verified in fp32. The values sit
+// several times above what each precision produces on the fixtures
+// (docs/cuda.md lists the measurements) and far below a wrong kernel's
+// errors (order 1 in fp32).
+func DefaultTolerances(precision string, actQuant bool) Tolerances {
 	switch precision {
 	case "fp64":
 		return Tolerances{MaxNLL: 1e-9, MeanNLL: 1e-10, MeanKL: 1e-12, MinTop1: 1, PPLRel: 1e-10, HiddenRe: 1e-10}
 	case "fp32":
 		return Tolerances{MaxNLL: 2e-2, MeanNLL: 1e-3, MeanKL: 1e-4, MinTop1: 0.98, PPLRel: 2e-3, HiddenRe: 1e-3}
 	case "fp16":
-		return Tolerances{MaxNLL: 0.1, MeanNLL: 0.02, MeanKL: 2e-3, MinTop1: 0.9, PPLRel: 0.02, HiddenRe: 2e-2}
+		if actQuant {
+			return Tolerances{MaxNLL: 3, MeanNLL: 0.06, MeanKL: 0.1, MinTop1: 0.9, PPLRel: 0.05, HiddenRe: 0.3}
+		}
+		return Tolerances{MaxNLL: 0.1, MeanNLL: 0.02, MeanKL: 2e-3, MinTop1: 0.95, PPLRel: 0.02, HiddenRe: 2e-2}
 	default: // bf16
-		return Tolerances{MaxNLL: 0.5, MeanNLL: 0.08, MeanKL: 2e-2, MinTop1: 0.8, PPLRel: 0.05, HiddenRe: 0.1}
+		if actQuant {
+			return Tolerances{MaxNLL: 4, MeanNLL: 0.2, MeanKL: 0.3, MinTop1: 0.75, PPLRel: 0.1, HiddenRe: 0.5}
+		}
+		return Tolerances{MaxNLL: 0.5, MeanNLL: 0.08, MeanKL: 2e-2, MinTop1: 0.9, PPLRel: 0.05, HiddenRe: 0.1}
 	}
 }
 

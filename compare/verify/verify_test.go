@@ -56,7 +56,7 @@ func setup(t *testing.T, archName, prec string) (backends.Backend, backends.Back
 func TestReferenceVsEmuPasses(t *testing.T) {
 	for _, prec := range []string{"fp32", "bf16"} {
 		ref, b, ws, layers := setup(t, "qwen3", prec)
-		rep, err := Run(context.Background(), ref, b, ws, Options{Tolerances: DefaultTolerances(prec), Layers: layers})
+		rep, err := Run(context.Background(), ref, b, ws, Options{Tolerances: DefaultTolerances(prec, false), Layers: layers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func (b broken) Probe(ctx context.Context, w backends.Window, at []backends.Poin
 
 func TestLocatesFirstBadLayer(t *testing.T) {
 	ref, b, ws, layers := setup(t, "llama", "fp32")
-	rep, err := Run(context.Background(), ref, broken{b, 1, arch.SiteMLPOut}, ws, Options{Tolerances: DefaultTolerances("fp32"), Layers: layers})
+	rep, err := Run(context.Background(), ref, broken{b, 1, arch.SiteMLPOut}, ws, Options{Tolerances: DefaultTolerances("fp32", false), Layers: layers})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/arch"
@@ -90,5 +91,27 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 		_ = s.Layer(c.NumHiddenLayers - 1)
+	})
+}
+
+// FuzzParseIndex feeds arbitrary JSON to the shard index parser: it must
+// never panic, and an accepted index names only plain files.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":16},"weight_map":{"a.weight":"model-00001-of-00002.safetensors","b.weight":"model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"../x"}}`))
+	f.Add([]byte(`{"weight_map":{}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := checkpoint.ParseIndex(data, "model.safetensors.index.json")
+		if err != nil {
+			if !errors.Is(err, checkpoint.ErrFormat) {
+				t.Fatalf("error %v does not wrap ErrFormat", err)
+			}
+			return
+		}
+		for _, s := range ix.Shards() {
+			if s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\`) {
+				t.Fatalf("accepted shard name %q", s)
+			}
+		}
 	})
 }

@@ -15,6 +15,7 @@ FUZZPARALLEL ?= 1
 
 FUZZ_TARGETS += ./checkpoint:FuzzOpen
 FUZZ_TARGETS += ./checkpoint:FuzzParseConfig
+FUZZ_TARGETS += ./checkpoint:FuzzParseIndex
 
 .PHONY: fuzz fuzz-list
 

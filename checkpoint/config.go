@@ -10,12 +10,8 @@ import (
 	"strings"
 )
 
-// SupportedModelTypes lists the config.json model_type values ParseConfig
-// accepts.
-var supportedModelTypes = []string{"llama", "mistral", "qwen2", "qwen3"}
-
 // SupportedModelTypes returns the model_type values ParseConfig accepts.
-func SupportedModelTypes() []string { return append([]string(nil), supportedModelTypes...) }
+func SupportedModelTypes() []string { return []string{"llama", "mistral", "qwen2", "qwen3"} }
 
 // Upper bounds on sizes read from config.json, far above any real model,
 // so that products of sizes never overflow and nonsense is rejected before
@@ -136,11 +132,11 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 		return nil, p.err
 	}
 	if c.ModelType == "" {
-		return nil, fmt.Errorf("%w: %s: missing model_type (supported: %s)", ErrConfig, name, strings.Join(supportedModelTypes, ", "))
+		return nil, fmt.Errorf("%w: %s: missing model_type (supported: %s)", ErrConfig, name, strings.Join(SupportedModelTypes(), ", "))
 	}
 	d, ok := defaultsFor(c.ModelType)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s: unsupported model_type %q (supported: %s)", ErrConfig, name, c.ModelType, strings.Join(supportedModelTypes, ", "))
+		return nil, fmt.Errorf("%w: %s: unsupported model_type %q (supported: %s)", ErrConfig, name, c.ModelType, strings.Join(SupportedModelTypes(), ", "))
 	}
 	c.VocabSize = p.required("vocab_size")
 	c.HiddenSize = p.required("hidden_size")

@@ -77,3 +77,9 @@ gpu-check: cuda
 	grep -c PASS $$d/summary.txt | xargs echo "  verify PASS:"; grep -c FAIL $$d/summary.txt | xargs echo "  verify FAIL:" || true; \
 	if grep -q -- '--- FAIL' $$d/gpu-test.log; then echo "  cuda-tagged tests: FAIL (see $$d/gpu-test.log)"; fail=1; else echo "  cuda-tagged tests: PASS"; fi; \
 	exit $$fail
+
+# Emulator throughput row of `make bench` (CPU; not a GPU estimate).
+BENCH_TARGETS += bench-emu
+.PHONY: bench-emu
+bench-emu:
+	$(GO) test -run '^$$' -bench 'EmuScore' -benchtime=2x ./backends/cuda | tee -a $(BENCH_OUT)

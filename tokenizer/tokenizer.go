@@ -20,7 +20,7 @@ type Tokenizer struct {
 	post    postProcessor // nil: none
 	dec     decoder       // nil: tokens joined with " "
 	idToTok []string
-	special []bool // by id: the token is a special added token
+	special []bool // by id: the token string is that of a special added token
 	present []bool // by id: some token has this id
 }
 
@@ -38,12 +38,12 @@ func Load(path string) (*Tokenizer, error) {
 	if st.IsDir() {
 		file = filepath.Join(path, "tokenizer.json")
 	}
-	data, err := os.ReadFile(file)
+	data, err := readBounded(file)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	cfgFile := filepath.Join(filepath.Dir(file), "tokenizer_config.json")
-	cfg, err := os.ReadFile(cfgFile)
+	cfg, err := readBounded(cfgFile)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
@@ -59,6 +59,24 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer %s: %w", file, err)
 	}
 	return t, nil
+}
+
+// maxFileSize bounds what Load reads: real tokenizer.json files are tens
+// of megabytes.
+const maxFileSize = 1 << 30
+
+func readBounded(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > maxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes is too large for a tokenizer file", path, st.Size())
+	}
+	return os.ReadFile(path)
 }
 
 // FromJSON builds a tokenizer from the contents of a tokenizer.json file;
@@ -299,9 +317,11 @@ func typeOf(m json.RawMessage) (string, error) {
 	return *h.Type, nil
 }
 
-// applyConfig implements what transformers' LlamaTokenizerFast and
-// GemmaTokenizerFast do on load: the post-processor is rebuilt from
-// add_bos_token / add_eos_token.
+// applyConfig implements what transformers' LlamaTokenizerFast (and the
+// CodeLlama and Gemma fast tokenizers) do on load: update_post_processor
+// rebuilds the post-processor as "[bos] $A [eos]" from add_bos_token
+// (default true) and add_eos_token (default false). Other classes keep the
+// tokenizer.json post-processor.
 func (t *Tokenizer) applyConfig(data []byte) error {
 	var c struct {
 		Class  string          `json:"tokenizer_class"`
@@ -313,49 +333,49 @@ func (t *Tokenizer) applyConfig(data []byte) error {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
+	var defBOS, defEOS string
 	switch c.Class {
-	case "LlamaTokenizer", "LlamaTokenizerFast", "GemmaTokenizer", "GemmaTokenizerFast",
-		"CodeLlamaTokenizer", "CodeLlamaTokenizerFast":
+	case "LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer", "CodeLlamaTokenizerFast":
+		defBOS, defEOS = "<s>", "</s>"
+	case "GemmaTokenizer", "GemmaTokenizerFast":
+		defBOS, defEOS = "<bos>", "<eos>"
 	default:
 		return nil
 	}
-	if c.AddBOS == nil && c.AddEOS == nil {
-		return nil
-	}
-	addBOS := c.AddBOS == nil || *c.AddBOS // transformers' default: True
+	addBOS := c.AddBOS == nil || *c.AddBOS
 	addEOS := c.AddEOS != nil && *c.AddEOS
-	tp := &templateProcessor{}
-	for _, x := range []struct {
-		on   bool
-		raw  json.RawMessage
-		name string
-	}{{addBOS, c.BOS, "bos_token"}, {addEOS, c.EOS, "eos_token"}} {
-		if !x.on {
-			continue
-		}
-		tok, err := tokenContent(x.raw)
-		if err != nil {
-			return fmt.Errorf("%s: %w", x.name, err)
+	resolve := func(name string, raw json.RawMessage, def string) (int32, error) {
+		tok := def
+		if len(raw) > 0 {
+			var err error
+			if tok, err = tokenContent(raw); err != nil {
+				return 0, fmt.Errorf("%s: %w", name, err)
+			}
 		}
 		if tok == "" {
-			return fmt.Errorf("add_%s is true but %s is not set", strings.TrimSuffix(x.name, "_token")+"_token", x.name)
+			return 0, fmt.Errorf("add_%s is true but %s is not set", name, name)
 		}
 		id, ok := t.TokenToID(tok)
 		if !ok {
-			return fmt.Errorf("%s %q is not in the vocabulary", x.name, tok)
+			return 0, fmt.Errorf("%s %q is not in the vocabulary", name, tok)
 		}
-		if x.name == "bos_token" {
-			tp.single = append(tp.single, templatePiece{special: []int32{id}})
-			tp.single = append(tp.single, templatePiece{seq: true})
-		} else {
-			if len(tp.single) == 0 {
-				tp.single = append(tp.single, templatePiece{seq: true})
-			}
-			tp.single = append(tp.single, templatePiece{special: []int32{id}})
-		}
+		return id, nil
 	}
-	if len(tp.single) == 0 {
-		tp.single = append(tp.single, templatePiece{seq: true})
+	tp := &templateProcessor{}
+	if addBOS {
+		id, err := resolve("bos_token", c.BOS, defBOS)
+		if err != nil {
+			return err
+		}
+		tp.single = append(tp.single, templatePiece{special: []int32{id}})
+	}
+	tp.single = append(tp.single, templatePiece{seq: true})
+	if addEOS {
+		id, err := resolve("eos_token", c.EOS, defEOS)
+		if err != nil {
+			return err
+		}
+		tp.single = append(tp.single, templatePiece{special: []int32{id}})
 	}
 	t.post = tp
 	return nil

@@ -439,6 +439,8 @@ func TestConfigAddBOS(t *testing.T) {
 		{`{"tokenizer_class": "LlamaTokenizerFast", "add_bos_token": false, "add_eos_token": true, "eos_token": {"content": "</s>"}}`, []int32{0, 3}},
 		{`{"tokenizer_class": "LlamaTokenizer", "add_bos_token": true, "add_eos_token": true, "bos_token": "<s>", "eos_token": "</s>"}`, []int32{2, 0, 3}},
 		{`{"tokenizer_class": "PreTrainedTokenizerFast", "add_bos_token": true, "bos_token": "<s>"}`, []int32{0}},
+		{`{"tokenizer_class": "LlamaTokenizerFast"}`, []int32{2, 0}}, // transformers' defaults: add_bos_token, "<s>"
+		{`{"tokenizer_class": "LlamaTokenizer", "add_bos_token": false}`, []int32{0}},
 	} {
 		var cfg []byte
 		if tc.cfg != "" {

@@ -51,6 +51,7 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "baseline", Usage: "previous result set: exit 3 when a model regressed against it"},
 		&cli.StringFlag{Name: "max-ppl-increase", Value: "0.1%", Usage: "regression gate: allowed relative PPL increase"},
 		&cli.StringFlag{Name: "max-kld-increase", Value: "5%", Usage: "regression gate: allowed relative KLD increase"},
+		&cli.BoolFlag{Name: "allow-missing", Usage: "regression gate: baseline models absent from this run do not fail it"},
 	}
 	return &cli.Command{
 		Name:  "compare",
@@ -91,6 +92,7 @@ func runCompare(c *cli.Context) error {
 	if th.MaxKLDIncrease, err = suite.ParseFraction(c.String("max-kld-increase")); err != nil {
 		return usageErr(fmt.Errorf("--max-kld-increase %w", err))
 	}
+	th.AllowMissing = c.Bool("allow-missing")
 	var baseline *suite.ResultSet
 	if p := c.String("baseline"); p != "" {
 		if baseline, err = suite.LoadResults(p); err != nil {
@@ -169,8 +171,8 @@ func runCompare(c *cli.Context) error {
 		}
 		fmt.Fprintf(stdout, "\nregression gate against %s (PPL +%.4g%%, KLD +%.4g%% allowed)\n", c.String("baseline"), 100*th.MaxPPLIncrease, 100*th.MaxKLDIncrease)
 		rep.WriteTable(stdout)
-		if rep.Regressed > 0 {
-			return &codedError{exitRegressed, fmt.Errorf("compare: %d regression(s) against %s", rep.Regressed, c.String("baseline"))}
+		if rep.Failed {
+			return &codedError{exitRegressed, fmt.Errorf("compare: regression gate failed against %s: %s", c.String("baseline"), rep.Summary())}
 		}
 	}
 	return nil

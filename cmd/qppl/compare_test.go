@@ -120,13 +120,27 @@ func TestCompareEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs = cmpRun(t, dir, append(args, "--baseline", bp)...)
-	if code != exitRegressed || strings.Count(out, "REGRESSED") != 2 || !strings.Contains(errs, "2 regression(s)") {
+	if code != exitRegressed || strings.Count(out, "REGRESSED") != 2 || !strings.Contains(errs, "regression gate failed") || !strings.Contains(errs, "2 figures regressed") {
 		t.Fatalf("gate regression: exit %d\n%s\n%s", code, out, errs)
 	}
 	// Looser thresholds let it pass.
 	code, _, _ = cmpRun(t, dir, append(args, "--baseline", bp, "--max-ppl-increase", "2%", "--max-kld-increase", "150%")...)
 	if code != 0 {
 		t.Errorf("loose gate: exit %d", code)
+	}
+	// A baseline model this run lacks fails the gate unless --allow-missing.
+	ghost := *rs
+	ghost.Results = append(append([]compare.Result(nil), rs.Results...), rs.Results[1])
+	ghost.Results[2].Label = "Ghost W2"
+	gp := filepath.Join(dir, "ghost.json")
+	if err := ghost.Write(gp); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := cmpRun(t, dir, append(args, "--baseline", gp)...); code != exitRegressed || !strings.Contains(out, "MISSING") {
+		t.Errorf("missing model: exit %d\n%s", code, out)
+	}
+	if code, _, errs := cmpRun(t, dir, append(args, "--baseline", gp, "--allow-missing")...); code != 0 {
+		t.Errorf("--allow-missing: exit %d %s", code, errs)
 	}
 	// A baseline on other data: exit 2 with a clear message.
 	other := *rs

@@ -15,6 +15,9 @@ type Thresholds struct {
 	MaxPPLIncrease float64
 	MaxKLDIncrease float64
 	KLDFloor       float64
+	// AllowMissing lists baseline models absent from the run without
+	// failing (for runs over a subset of the models).
+	AllowMissing bool
 }
 
 // DefaultThresholds are 0.1% PPL, 5% KLD, 1e-6 nats KLD floor.
@@ -48,7 +51,34 @@ type GateRow struct {
 // GateReport is the outcome of Gate.
 type GateReport struct {
 	Rows      []GateRow
-	Regressed int // rows with status REGRESSED or MISSING
+	Regressed int // rows with status REGRESSED
+	Missing   int // baseline models absent from the run
+	// Failed is set when a figure regressed, or a model is missing and
+	// missing models are not allowed.
+	Failed bool
+}
+
+// Summary says what failed, e.g. "2 figures regressed, 1 baseline model
+// missing".
+func (g *GateReport) Summary() string {
+	var parts []string
+	if g.Regressed > 0 {
+		parts = append(parts, plural(g.Regressed, "figure", "figures")+" regressed")
+	}
+	if g.Missing > 0 {
+		parts = append(parts, plural(g.Missing, "baseline model", "baseline models")+" missing")
+	}
+	if len(parts) == 0 {
+		return "no regression"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Gate compares current with baseline model by model (matched by label).
@@ -56,7 +86,8 @@ type GateReport struct {
 // otherwise, saying which differs). A model regresses when its PPL rises by
 // more than MaxPPLIncrease, or its mean KLD by more than MaxKLDIncrease
 // (relative) and KLDFloor (absolute); a baseline model absent from current
-// counts as a regression (MISSING); models new in current are listed.
+// fails the gate (MISSING) unless AllowMissing; models new in current are
+// listed.
 func Gate(baseline, current *ResultSet, t Thresholds) (*GateReport, error) {
 	if baseline.TokensHash != current.TokensHash {
 		return nil, fmt.Errorf("baseline token stream %s differs from this run's %s: results are not comparable (same data, tokenizer and join required)", short(baseline.TokensHash), short(current.TokensHash))
@@ -71,8 +102,15 @@ func Gate(baseline, current *ResultSet, t Thresholds) (*GateReport, error) {
 	}
 	rep := &GateReport{}
 	add := func(r GateRow) {
-		if r.Status == "REGRESSED" || r.Status == "MISSING" {
+		switch r.Status {
+		case "REGRESSED":
 			rep.Regressed++
+			rep.Failed = true
+		case "MISSING":
+			rep.Missing++
+			if !t.AllowMissing {
+				rep.Failed = true
+			}
 		}
 		rep.Rows = append(rep.Rows, r)
 	}

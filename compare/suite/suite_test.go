@@ -368,7 +368,7 @@ func TestGate(t *testing.T) {
 	cur.Results[1].KLD.Mean = 0.02 * 1.04
 	cur.Results[2].PPL = 8.9
 	rep, err := Gate(base, cur, DefaultThresholds)
-	if err != nil || rep.Regressed != 0 {
+	if err != nil || rep.Regressed != 0 || rep.Failed || rep.Summary() != "no regression" {
 		t.Fatalf("pass case: %+v %v", rep, err)
 	}
 	var tb bytes.Buffer
@@ -381,8 +381,17 @@ func TestGate(t *testing.T) {
 	cur.Results[1].PPL = 8 * 1.002
 	cur.Results[1].KLD.Mean = 0.02 * 1.10
 	rep, err = Gate(base, cur, DefaultThresholds)
-	if err != nil || rep.Regressed != 3 {
-		t.Fatalf("regression case: %d regressed, err %v", rep.Regressed, err)
+	if err != nil || rep.Regressed != 2 || rep.Missing != 1 || !rep.Failed || rep.Summary() != "2 figures regressed, 1 baseline model missing" {
+		t.Fatalf("regression case: %+v, err %v", rep, err)
+	}
+	// Missing models allowed: only the regressions fail.
+	th0 := DefaultThresholds
+	th0.AllowMissing = true
+	if r, _ := Gate(base, gateSet(8, 0.02, "W4A16"), th0); r.Failed || r.Missing != 1 {
+		t.Errorf("allow missing: %+v", r)
+	}
+	if r, _ := Gate(base, gateSet(8, 0.02, "W4A16"), DefaultThresholds); !r.Failed || r.Summary() != "1 baseline model missing" {
+		t.Errorf("missing: %+v", r)
 	}
 	tb.Reset()
 	rep.WriteTable(&tb)
@@ -396,14 +405,14 @@ func TestGate(t *testing.T) {
 	z := gateSet(8, 0, "X")
 	z2 := gateSet(8, 0, "X")
 	z2.Results[1].KLD.Mean = 5e-7
-	if rep, _ := Gate(z, z2, DefaultThresholds); rep.Regressed != 0 {
+	if rep, _ := Gate(z, z2, DefaultThresholds); rep.Failed {
 		t.Errorf("floor: %+v", rep.Rows)
 	}
 	// Custom thresholds.
 	th := Thresholds{MaxPPLIncrease: 0.01}
 	cur = gateSet(8, 0.02, "W4A16", "NVFP4")
 	cur.Results[1].PPL = 8 * 1.002
-	if rep, _ := Gate(base, cur, th); rep.Regressed != 0 {
+	if rep, _ := Gate(base, cur, th); rep.Failed {
 		t.Errorf("1%% ppl threshold: %+v", rep.Rows)
 	}
 	// Other data is an error.

@@ -21,10 +21,10 @@ type mergeOptions struct {
 }
 
 func newMergeCmd() *cli.Command {
-	return &cli.Command{
+	return interspersed(&cli.Command{ // flags before or after the directories (plot.go)
 		Name:      "merge",
 		Usage:     "combine the run directories of the shards of one run (eval --shard I/N --run-dir DIR) into its result",
-		UsageText: "qppl merge DIR... [--json OUT] [--nll-out FILE.f64]",
+		ArgsUsage: "DIR...",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "json", Usage: "write the result JSON to this file"},
 			&cli.StringFlag{Name: "nll-out", Usage: "write every scored token's NLL (float64 LE, window order)"},
@@ -33,7 +33,7 @@ func newMergeCmd() *cli.Command {
 			o := mergeOptions{Dirs: c.Args().Slice(), JSON: c.String("json"), NLLOut: c.String("nll-out")}
 			return runMerge(o, c.App.Writer)
 		},
-	}
+	})
 }
 
 // mergePart is one run directory read for merging.

@@ -42,16 +42,17 @@
 //
 // # Memory
 //
-// Packed or dense weights stay in the checkpoint (memory-mapped or read on
-// demand by package checkpoint/quant). Each Linear is decoded to float64 into
-// one reused scratch buffer (the largest Linear of a layer: out·in·8 bytes)
-// right before its product and overwritten by the next one; norms and biases
-// are decoded once at New. The embedding matrix is decoded once at New and
-// kept as float64 (V·C·8 bytes: 226 MB for a SmolLM2-135M shape, 4.2 GB for
-// Llama-3-8B); a tied head reuses it, an untied lm_head is decoded into its
-// own V·C buffer at the end of each window. Activations take about
-// (4C + 2·H·D + 2·KV·D + 2I + T)·T·8 bytes plus 64·V·8 bytes of logits
-// (the head runs 64 positions at a time). A Backend serialises its calls.
+// Packed or dense Linear weights stay as package quant holds them (their
+// stored bytes). Each Linear is decoded to float64 into one reused scratch
+// buffer (the largest Linear of a layer: out·in·8 bytes) right before its
+// product and overwritten by the next one; norms and biases (a few vectors
+// per layer) are decoded once at New. The embedding is never decoded whole:
+// the window's rows are read from the checkpoint file for the input, and a
+// tied head is applied in blocks of about 16 MB of decoded rows
+// (re-read for every 64 scored positions). An untied lm_head is decoded into
+// its own V·C·8-byte buffer once per call. Activations take about
+// (4C + 2·H·D + 2·KV·D + 2I + T)·T·8 bytes plus 64·V·8 bytes of logits (the
+// head runs 64 positions at a time). A Backend serialises its calls.
 //
 // # Failures
 //

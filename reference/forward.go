@@ -29,10 +29,14 @@ type workspace struct {
 	cos, sin []float64 // [T][D/2] RoPE tables
 	w        []float64 // [out·in] decoded weight of the current Linear
 	head     []float64 // [V][C] decoded untied lm_head (nil when tied)
+	wblock   []float64 // [vocabBlock][C] decoded block of a tied head
 	logits   []float64 // [headChunk][V]
 }
 
-// headChunk is the number of positions whose logits are materialised at once.
+// headChunk is the number of positions whose logits are materialised at
+// once. It must stay at most 64 (gonum's block size): every head Dgemm then
+// takes the same path whatever the number of positions, so a position's
+// log-probs do not depend on which other positions are scored with it.
 const headChunk = 64
 
 func grow(s []float64, n int) []float64 {
@@ -60,6 +64,9 @@ func (ws *workspace) ensure(m *model, T int) {
 	ws.sin = grow(ws.sin, T*d.D/2)
 	ws.w = grow(ws.w, m.scratch)
 	ws.logits = grow(ws.logits, headChunk*d.V)
+	if m.head == nil {
+		ws.wblock = grow(ws.wblock, m.vocabBlock*d.C)
+	}
 }
 
 // probeFunc receives a copy-on-demand view of an activation [T][width].
@@ -77,7 +84,9 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 
 	// x = embed_tokens(input_ids)
 	for t, id := range ids {
-		copy(ws.x[t*d.C:(t+1)*d.C], m.embed[int(id)*d.C:(int(id)+1)*d.C])
+		if err := m.embed.Rows(int(id), int(id)+1, ws.x[t*d.C:(t+1)*d.C]); err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
 	}
 	probe(-1, arch.SiteEmbed, ws.x, d.C)
 
@@ -268,24 +277,38 @@ func attention(ws *workspace, T int, d dims) {
 }
 
 // headRows computes log-probabilities for positions [lo, hi) from the final
-// norm output in ws.h, headChunk rows at a time, and calls fn with each row
-// (valid only during the call).
+// norm output in ws.h and calls fn with each row (valid only during the
+// call). Positions go headChunk at a time; for each chunk the head weight is
+// applied in blocks of vocabBlock rows, decoded from the embedding when the
+// head is tied (so the [V][C] matrix is never held whole), or taken from the
+// untied lm_head decoded once per call.
 func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func(pos int, lp []float64) error) error {
 	d := m.dims
-	w := m.embed
 	if m.head != nil {
 		ws.head = grow(ws.head, d.V*d.C)
 		if err := m.head.Dequantize(ws.head); err != nil {
 			return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
 		}
-		w = ws.head
 	}
+	vb := m.vocabBlock
 	for r0 := lo; r0 < hi; r0 += headChunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		n := min(headChunk, hi-r0)
-		gemmNT(n, d.V, d.C, ws.h[r0*d.C:], d.C, w, d.C, ws.logits, d.V)
+		for v0 := 0; v0 < d.V; v0 += vb {
+			v1 := min(v0+vb, d.V)
+			var w []float64
+			if m.head != nil {
+				w = ws.head[v0*d.C : v1*d.C]
+			} else {
+				w = ws.wblock[:(v1-v0)*d.C]
+				if err := m.embed.Rows(v0, v1, w); err != nil {
+					return fmt.Errorf("reference: tied head: %w", err)
+				}
+			}
+			gemmNT(n, v1-v0, d.C, ws.h[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
+		}
 		for i := 0; i < n; i++ {
 			row := ws.logits[i*d.V : (i+1)*d.V]
 			if err := logSoftmax(row); err != nil {
@@ -297,6 +320,12 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 		}
 	}
 	return nil
+}
+
+// defaultVocabBlock is the number of head rows multiplied at once: about
+// 16 MB of float64 weights, at least 256 rows, at most V.
+func defaultVocabBlock(V, C int) int {
+	return min(V, max(256, (16<<20)/(8*C)))
 }
 
 // logSoftmax replaces x by x − (max + log Σ exp(x − max)), as torch's

@@ -42,6 +42,29 @@ func (s memSource) Linear(module string) (quant.Linear, error) {
 	return memLinear{module: module, t: t, aq: s.aq[module]}, nil
 }
 
+func (s memSource) Rows(name string) (rowReader, error) {
+	t, ok := s.t[name]
+	if !ok {
+		return nil, fmt.Errorf("tensor %q not found", name)
+	}
+	if len(t.shape) != 2 {
+		return nil, fmt.Errorf("%s: rank %d", name, len(t.shape))
+	}
+	return memRows(t), nil
+}
+
+type memRows memTensor
+
+func (r memRows) Shape() (int, int) { return r.shape[0], r.shape[1] }
+func (r memRows) Rows(r0, r1 int, dst []float64) error {
+	c := r.shape[1]
+	if r0 < 0 || r1 > r.shape[0] || len(dst) != (r1-r0)*c {
+		return fmt.Errorf("rows [%d, %d) out of range", r0, r1)
+	}
+	copy(dst, r.data[r0*c:r1*c])
+	return nil
+}
+
 // getter adapts the source for the oracle.
 func (s memSource) getter(name string) ([]float64, []int, error) { return s.Float64(name) }
 

@@ -1,7 +1,9 @@
 package reference
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/qppl/qppl/arch"
@@ -15,8 +17,18 @@ import (
 type source interface {
 	// Linear opens a Linear module (name without ".weight").
 	Linear(module string) (quant.Linear, error)
-	// Float64 decodes a small dense tensor (norm weight, bias, embedding).
+	// Float64 decodes a small dense tensor (norm weight, bias).
 	Float64(name string) ([]float64, []int, error)
+	// Rows opens a dense 2-D tensor (the embedding) for reading blocks of
+	// rows without decoding the whole tensor.
+	Rows(name string) (rowReader, error)
+}
+
+// rowReader decodes blocks of rows of a dense [rows][cols] tensor.
+type rowReader interface {
+	Shape() (rows, cols int)
+	// Rows decodes rows [r0, r1) into dst (len (r1-r0)·cols).
+	Rows(r0, r1 int, dst []float64) error
 }
 
 // checkpointSource reads through package quant, so every packed format
@@ -32,6 +44,56 @@ func (s checkpointSource) Linear(module string) (quant.Linear, error) {
 
 func (s checkpointSource) Float64(name string) ([]float64, []int, error) {
 	return s.m.ReadFloat64(name)
+}
+
+func (s checkpointSource) Rows(name string) (rowReader, error) {
+	ti, ok := s.m.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: tensor %q is missing", s.m.Dir, name)
+	}
+	if len(ti.Shape) != 2 {
+		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [rows, cols]", ti.File, name, ti.Shape)
+	}
+	if !ti.DType.Decodable() || ti.DType.Bits()%8 != 0 {
+		return nil, fmt.Errorf("%s: tensor %q: dtype %s is not a dense float type", ti.File, name, ti.DType)
+	}
+	sec, err := s.m.Section(name)
+	if err != nil {
+		return nil, err
+	}
+	return &fileRows{ti: ti, r: sec, esize: ti.DType.Bits() / 8}, nil
+}
+
+// fileRows reads rows of a dense tensor straight from its file section.
+type fileRows struct {
+	ti    checkpoint.TensorInfo
+	r     io.ReaderAt
+	esize int
+	buf   []byte // reused; the Backend serialises calls
+}
+
+func (f *fileRows) Shape() (int, int) { return f.ti.Shape[0], f.ti.Shape[1] }
+
+func (f *fileRows) Rows(r0, r1 int, dst []float64) error {
+	rows, cols := f.Shape()
+	if r0 < 0 || r1 > rows || r0 > r1 || len(dst) != (r1-r0)*cols {
+		return fmt.Errorf("%s: tensor %q: rows [%d, %d) of %d into %d values", f.ti.File, f.ti.Name, r0, r1, rows, len(dst))
+	}
+	n := (r1 - r0) * cols * f.esize
+	if cap(f.buf) < n {
+		f.buf = make([]byte, n)
+	}
+	buf := f.buf[:n]
+	if got, err := f.r.ReadAt(buf, int64(r0*cols*f.esize)); got != n {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("%s: tensor %q: reading rows [%d, %d): %w", f.ti.File, f.ti.Name, r0, r1, err)
+	}
+	if err := checkpoint.DecodeFloat64(f.ti.DType, buf, dst); err != nil {
+		return fmt.Errorf("%s: tensor %q: %w", f.ti.File, f.ti.Name, err)
+	}
+	return nil
 }
 
 // dims are the resolved sizes of a model.
@@ -53,12 +115,14 @@ type layerWeights struct {
 type model struct {
 	dims
 	invFreq []float64 // [D/2]
-	embed   []float64 // [V][C], decoded once
+	embed   rowReader // [V][C], rows decoded on demand
 	norm    []float64 // [C]
 	head    quant.Linear
 	layers  []layerWeights
 	scratch int // largest Linear of a layer, out·in
 	spec    *arch.Spec
+	// vocabBlock is the number of head rows per Dgemm (see headRows).
+	vocabBlock int
 }
 
 // bind opens every tensor of the model described by spec from src,
@@ -102,14 +166,15 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		}
 		return l, nil
 	}
-	emb, shape, err := src.Float64(arch.EmbedName)
+	emb, err := src.Rows(arch.EmbedName)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", arch.EmbedName, err)
 	}
-	if len(shape) != 2 || shape[0] != d.V || shape[1] != d.C || len(emb) != d.V*d.C {
-		return nil, fmt.Errorf("reference: %s: shape %v, want [%d %d]", arch.EmbedName, shape, d.V, d.C)
+	if r, c := emb.Shape(); r != d.V || c != d.C {
+		return nil, fmt.Errorf("reference: %s: shape [%d %d], want [%d %d]", arch.EmbedName, r, c, d.V, d.C)
 	}
 	m.embed = emb
+	m.vocabBlock = defaultVocabBlock(d.V, d.C)
 	if m.norm, err = vec(arch.FinalNormName, d.C); err != nil {
 		return nil, err
 	}

@@ -39,8 +39,9 @@ func newCompareCmd() *cli.Command {
 		&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (eval_stride)"},
 		&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (max_rows; 0 = all)"},
 		&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp or hf-strided"},
-		&cli.StringFlag{Name: "kl-mode", Usage: "KL coverage: scored (every scored position; default) or compare_q (all positions of the first 10 windows)"},
-		&cli.StringFlag{Name: "base-encoding", Value: "f32", Usage: "base log-prob store: f32 (lossless to float32), f64 (exact) or u16 (llama.cpp's 16-bit)"},
+		&cli.StringFlag{Name: "kld-mode", Aliases: []string{"kl-mode"}, Usage: "KL coverage: scored (every scored position; default) or compare_q (all positions of the first --kld-rows windows)"},
+		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode (fewer when the run has fewer, as compare_q)"},
+		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: "f32", Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement statistic (< 2: none)"},
 		&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
 		&cli.StringFlag{Name: "precision", Usage: "bf16, fp16 or fp32 (emu, cuda)"},
@@ -99,9 +100,12 @@ func runCompare(c *cli.Context) error {
 			return usageErr(err)
 		}
 	}
-	enc, err := compare.ParseEncoding(c.String("base-encoding"))
+	enc, err := compare.ParseEncoding(c.String("logits-format"))
 	if err != nil {
-		return usageErr(fmt.Errorf("--base-encoding: %w", err))
+		return usageErr(fmt.Errorf("--logits-format: %w", err))
+	}
+	if c.Int("kld-rows") < 1 {
+		return usageErr(fmt.Errorf("--kld-rows %d: must be >= 1", c.Int("kld-rows")))
 	}
 
 	spec, models, err := compareInputs(c, warn)
@@ -139,6 +143,9 @@ func runCompare(c *cli.Context) error {
 		encoding: enc,
 		topK:     c.Int("top-k"),
 		progress: stderr,
+	}
+	if data.KLMode == string(compare.KLCompareQ) {
+		ev.klRows = min(c.Int("kld-rows"), len(data.Windows))
 	}
 	if models[0].Base && models[0].OutLogits != "" {
 		ev.storeDir = models[0].OutLogits
@@ -233,7 +240,7 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 			return nil, nil, errors.New("give the data with one of --text FILE, --tokens FILE, --dataset wikitext2 [--data FILE], or --data-spec FILE")
 		}
 	}
-	if k := c.String("kl-mode"); k != "" {
+	if k := c.String("kld-mode"); k != "" {
 		spec.KLMode = k
 	}
 
@@ -326,6 +333,7 @@ type cliEvaluator struct {
 	storeDir string
 	encoding compare.Encoding
 	topK     int
+	klRows   int // KL windows in compare_q mode
 	progress io.Writer
 }
 
@@ -339,7 +347,11 @@ func (e *cliEvaluator) Engine() string {
 	} else if prec == "" {
 		prec = "bf16"
 	}
-	return fmt.Sprintf("%s/%s/base-%s/top-%d", name, prec, e.encoding, e.topK)
+	eng := fmt.Sprintf("%s/%s/base-%s/top-%d", name, prec, e.encoding, e.topK)
+	if e.klRows > 0 {
+		eng += fmt.Sprintf("/kld-rows-%d", e.klRows)
+	}
+	return eng
 }
 
 func (e *cliEvaluator) storePath(key string) string {
@@ -383,7 +395,7 @@ func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Res
 		}
 	}
 	if job.SaveBase {
-		layout, err := compare.StoreLayout(d.Windows, klMode, compare.DefaultKLRows)
+		layout, err := compare.StoreLayout(d.Windows, klMode, e.klRows)
 		if err != nil {
 			return r, usageErr(err)
 		}
@@ -392,7 +404,7 @@ func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Res
 			TokensHash: d.Info.TokensHash, Method: d.Info.Method, Ctx: d.Info.Ctx, Stride: d.Info.Stride, Rows: d.Info.Rows, Windows: layout,
 		}
 		if klMode == compare.KLCompareQ {
-			h.KLRows = compare.DefaultKLRows
+			h.KLRows = e.klRows
 		}
 		if writer, err = compare.CreateStore(e.storePath(job.BaseKey), h, d.Tokens); err != nil {
 			return r, err

@@ -167,6 +167,32 @@ func TestCompareEndToEnd(t *testing.T) {
 	}
 }
 
+func TestCompareKLDModeCompareQ(t *testing.T) {
+	dir, base, bf16, text := cmpFixtures(t)
+	res := filepath.Join(dir, "r.json")
+	// 4 windows < compare_q's 10 KL rows: KL over all 4, every position.
+	code, out, errs := cmpRun(t, dir, "compare", "--base", base, "--model", bf16, "--label", "BF16 x", "--text", text,
+		"--ctx", "32", "--stride", "16", "--rows", "4", "--kld-mode", "compare_q", "--cache-dir", filepath.Join(dir, "c"), "--json", res)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	rs, err := suite.LoadResults(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := rs.Results[1].KLD
+	if rs.KLMode != "compare_q" || k == nil || k.Mode != "compare_q" || k.Rows != 4 || k.Positions != 4*32 {
+		t.Fatalf("KLD %+v (kl mode %q)", k, rs.KLMode)
+	}
+	// --kld-rows 2 keys another base store and result.
+	code, _, errs = cmpRun(t, dir, "compare", "--base", base, "--model", bf16, "--label", "BF16 x", "--text", text,
+		"--ctx", "32", "--stride", "16", "--rows", "4", "--kld-mode", "compare_q", "--kld-rows", "2", "--cache-dir", filepath.Join(dir, "c"), "--json", res)
+	rs, _ = suite.LoadResults(res)
+	if code != 0 || strings.Contains(errs, "cached result") || rs.Results[1].KLD.Positions != 2*32 {
+		t.Errorf("kld-rows 2: exit %d, %+v\n%s", code, rs.Results[1].KLD, errs)
+	}
+}
+
 func TestCompareSpecFiles(t *testing.T) {
 	dir, base, bf16, text := cmpFixtures(t)
 	ds := filepath.Join(dir, "data.json")

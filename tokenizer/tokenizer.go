@@ -267,7 +267,11 @@ func fromJSON(data, config []byte) (*Tokenizer, error) {
 	t.special = make([]bool, maxID+1)
 	t.present = make([]bool, maxID+1)
 	for tok, id := range model.vocab {
-		t.idToTok[id] = tok
+		// Two tokens sharing an id: keep the smaller string, so that the
+		// result does not depend on map order.
+		if !t.present[id] || tok < t.idToTok[id] {
+			t.idToTok[id] = tok
+		}
 		t.present[id] = true
 	}
 	// As HF tokenizers 0.23: an added token with normalized=true is shown

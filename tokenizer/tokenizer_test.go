@@ -533,3 +533,14 @@ func TestConcurrentEncode(t *testing.T) {
 		t.Errorf("concurrent encode/decode differs: %q", e)
 	}
 }
+
+// TestDuplicateIDs: a vocabulary giving one id to two strings decodes
+// deterministically (the smaller string).
+func TestDuplicateIDs(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		tk := build(t, obj{"model": bpeModel(obj{"b": 0, "a": 0, "c": 1}, []string{}, nil)})
+		if got := tk.Decode([]int32{0, 1}, false); got != "a c" {
+			t.Fatalf("Decode = %q, want \"a c\"", got)
+		}
+	}
+}

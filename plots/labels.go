@@ -165,6 +165,13 @@ func placeLabels(in []labelInput, bounds rect, segs []segment, fixed []rect, p l
 			for _, m := range markers {
 				hard += overlap(box, m)
 			}
+			if hard > 0 {
+				// Inadmissible: only kept as a fallback when nothing fits.
+				if !found && hard < bestCost {
+					best, bestCost, bestLeader = box, hard, c.leader
+				}
+				continue
+			}
 			soft := 0.0
 			for _, s := range segs {
 				if segHitsRect(s, box.inflate(-0.5)) {
@@ -200,17 +207,11 @@ func placeLabels(in []labelInput, bounds rect, segs []segment, fixed []rect, p l
 				}
 				soft += 0.3 + 0.01*float64(k) // a leader costs; nearer rings first
 			}
-			if hard == 0 {
-				if !found || soft < bestSoft {
-					best, bestSoft, bestLeader, found = box, soft, c.leader, true
-				}
-				if soft == 0 {
-					break
-				}
-				continue
+			if !found || soft < bestSoft {
+				best, bestSoft, bestLeader, found = box, soft, c.leader, true
 			}
-			if !found && hard < bestCost {
-				best, bestCost, bestLeader = box, hard, c.leader
+			if soft == 0 {
+				break
 			}
 		}
 		out[i] = placement{Box: best, Leader: bestLeader, Overlaps: !found}

@@ -193,6 +193,44 @@ func TestCompareKLDModeCompareQ(t *testing.T) {
 	}
 }
 
+// TestCompareMatchesEval checks that compare's figures equal those of
+// separate `qppl eval` runs (--save-logits on the base, --kld-base on the
+// quantized model) on the same data: identical tokens, windows and numbers.
+func TestCompareMatchesEval(t *testing.T) {
+	dir, base, bf16, text := cmpFixtures(t)
+	res := filepath.Join(dir, "r.json")
+	data := []string{"--text", text, "--ctx", "32", "--stride", "16", "--rows", "4"}
+	code, out, errs := cmpRun(t, dir, append([]string{"compare", "--base", base, "--model", bf16, "--label", "BF16 x", "--cache-dir", filepath.Join(dir, "c"), "--json", res}, data...)...)
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, out, errs)
+	}
+	rs, err := suite.LoadResults(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "base.lp")
+	be, qe := filepath.Join(dir, "base.json"), filepath.Join(dir, "q.json")
+	if code, _, errs := cmpRun(t, dir, append([]string{"eval", "--model", base, "--save-logits", store, "--logits-format", "f32", "--json", be}, data...)...); code != 0 {
+		t.Fatalf("eval base: exit %d %s", code, errs)
+	}
+	if code, _, errs := cmpRun(t, dir, append([]string{"eval", "--model", bf16, "--kld-base", store, "--json", qe}, data...)...); code != 0 {
+		t.Fatalf("eval quant: exit %d %s", code, errs)
+	}
+	for i, p := range []string{be, qe} {
+		ev, err := suite.LoadResults(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, c := ev.Results[0], rs.Results[i]
+		if e.TokensHash != c.TokensHash || e.DataSpecHash != c.DataSpecHash || e.PPL != c.PPL || e.NLLMean != c.NLLMean || e.TokensScored != c.TokensScored {
+			t.Errorf("model %d: eval PPL %v (%s/%s), compare %v (%s/%s)", i, e.PPL, e.TokensHash[:8], e.DataSpecHash[:8], c.PPL, c.TokensHash[:8], c.DataSpecHash[:8])
+		}
+		if i == 1 && (e.KLD == nil || c.KLD == nil || e.KLD.Mean != c.KLD.Mean || e.KLD.Percentiles != c.KLD.Percentiles || e.KLD.SameTop != c.KLD.SameTop) {
+			t.Errorf("KLD: eval %+v, compare %+v", e.KLD, c.KLD)
+		}
+	}
+}
+
 func TestCompareSpecFiles(t *testing.T) {
 	dir, base, bf16, text := cmpFixtures(t)
 	ds := filepath.Join(dir, "data.json")

@@ -80,22 +80,21 @@ func spansOf(s string, matches [][2]int) []span {
 	return out
 }
 
-// charSpans matches every single character for which f holds.
+// charSpans matches every single character for which f holds (HF's
+// Pattern for a char predicate: each character is its own match).
 func charSpans(s string, f func(rune) bool) []span {
 	var out []span
 	last := 0
-	for i, r := range s {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
 		if f(r) {
-			n := utf8.RuneLen(r)
-			if n < 0 {
-				n = 1
-			}
 			if last < i {
 				out = append(out, span{last, i, false})
 			}
 			out = append(out, span{i, i + n, true})
 			last = i + n
 		}
+		i += n
 	}
 	if last < len(s) {
 		out = append(out, span{last, len(s), false})
@@ -295,8 +294,10 @@ func (whitespaceSplitPre) preTokenize(ps []piece) []piece {
 
 type punctuationPre struct{ beh behavior }
 
+// isPunct is HF's is_punc: ASCII punctuation (which includes the ASCII
+// symbols $+<=>^`|~) or a Unicode punctuation (P*) character.
 func isPunct(r rune) bool {
-	return (r < utf8.RuneSelf && unicode.IsPunct(r)) || (r < utf8.RuneSelf && strings.ContainsRune("$+<=>^`|~", r)) || unicode.IsPunct(r)
+	return (r < utf8.RuneSelf && strings.ContainsRune("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", r)) || unicode.IsPunct(r)
 }
 
 func (pp punctuationPre) preTokenize(ps []piece) []piece {

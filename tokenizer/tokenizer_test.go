@@ -103,6 +103,7 @@ func TestPreTokenizers(t *testing.T) {
 		{"Whitespace", obj{"type": "Whitespace"}, "Hey friend!  How are you?!?", []string{"Hey", "friend", "!", "How", "are", "you", "?!?"}},
 		{"WhitespaceSplit", obj{"type": "WhitespaceSplit"}, "Hey friend!", []string{"Hey", "friend!"}},
 		{"Punctuation", obj{"type": "Punctuation"}, "Hey friend!?", []string{"Hey friend", "!", "?"}},
+		{"PunctuationSymbols", obj{"type": "Punctuation", "behavior": "Contiguous"}, "$a^`b«»€", []string{"$", "a", "^`", "b", "«»", "€"}},
 		{"ByteLevel", obj{"type": "ByteLevel", "add_prefix_space": true, "use_regex": true}, "Hello my friend, how is your day going?",
 			[]string{"ĠHello", "Ġmy", "Ġfriend", ",", "Ġhow", "Ġis", "Ġyour", "Ġday", "Ġgoing", "?"}},
 		{"ByteLevelNoRegex", obj{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}, "a b\n", []string{"aĠbĊ"}},

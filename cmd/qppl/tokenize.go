@@ -31,7 +31,7 @@ func newTokenizeCmd() *cli.Command {
 		UsageText: "qppl tokenize --tokenizer FILE_OR_MODEL_DIR --text FILE [--special] --out FILE.i32\n" +
 			"qppl tokenize --decode --tokenizer FILE_OR_MODEL_DIR --tokens FILE.i32 [--skip-special]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json, or a model directory holding it (and tokenizer_config.json)", Required: true},
+			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json, or a model directory holding it (and tokenizer_config.json)"},
 			&cli.StringFlag{Name: "text", Usage: "UTF-8 text file to encode"},
 			&cli.BoolFlag{Name: "special", Usage: "add special tokens (BOS, ...) as add_special_tokens=True does"},
 			&cli.StringFlag{Name: "out", Usage: "output token file (int32 little-endian), written atomically"},
@@ -54,6 +54,9 @@ func newTokenizeCmd() *cli.Command {
 }
 
 func tokenizeRun(o tokenizeOptions, stdout, stderr io.Writer) error {
+	if o.Tokenizer == "" {
+		return usageErr(errors.New("tokenize: --tokenizer FILE_OR_MODEL_DIR is required"))
+	}
 	if o.Decode {
 		if o.Tokens == "" {
 			return usageErr(errors.New("tokenize --decode: --tokens FILE.i32 is required"))

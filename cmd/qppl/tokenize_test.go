@@ -79,6 +79,7 @@ func TestTokenizeErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
+		{"NoTokenizer", []string{"--text", good, "--out", out}, "--tokenizer FILE_OR_MODEL_DIR is required"},
 		{"NoOut", []string{"--tokenizer", dir, "--text", good}, "--text FILE and --out FILE.i32 are required"},
 		{"DecodeNoTokens", []string{"--decode", "--tokenizer", dir}, "--tokens FILE.i32 is required"},
 		{"DecodeWithText", []string{"--decode", "--tokenizer", dir, "--tokens", oov, "--text", good}, "only apply to encoding"},

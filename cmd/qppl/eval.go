@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -159,6 +161,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return usageErr(err)
 	}
 	defer m.Close()
+	// An unsupported quantization is an input error, found before anything
+	// runs.
+	if _, err := quant.ParseJSON(m.Config.QuantizationConfig, m.Config.TorchDtype, filepath.Join(dir, checkpoint.ConfigFile)); err != nil {
+		return usageErr(fmt.Errorf("eval: %w", err))
+	}
 
 	// Dataset and tokenizer.
 	data, err := evalLoadData(ctx, o, method, dir, m.Config, stderr)
@@ -427,7 +434,10 @@ func evalLoadData(ctx context.Context, o evalOptions, method compare.Method, dir
 	if o.Text != "" || o.Dataset != "" {
 		var err error
 		if tok, err = tokenizer.Load(dir); err != nil {
-			return nil, fmt.Errorf("eval: tokenizer of %s: %w", dir, err)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("eval: %s has no tokenizer.json to tokenize the text with: add the model's tokenizer.json, or tokenize elsewhere and pass --tokens FILE.i32", dir)
+			}
+			return nil, fmt.Errorf("eval: %w", err)
 		}
 		d.tokenizer = dir
 	} else if t, err := tokenizer.Load(dir); err == nil {
@@ -435,7 +445,7 @@ func evalLoadData(ctx context.Context, o evalOptions, method compare.Method, dir
 	}
 	if tok != nil {
 		if tv := tok.VocabSize(); tv > cfg.VocabSize {
-			return nil, fmt.Errorf("eval: the tokenizer of %s has %d ids, the model's vocab_size is %d", dir, tv, cfg.VocabSize)
+			return nil, fmt.Errorf("eval: %s has %d token ids but config.json's vocab_size is %d: the tokenizer does not belong to this model", filepath.Join(dir, "tokenizer.json"), tv, cfg.VocabSize)
 		}
 		if b, ok := tok.BOS(); ok {
 			d.bos = b

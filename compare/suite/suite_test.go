@@ -170,6 +170,19 @@ func TestPrepareTextWithTokenCache(t *testing.T) {
 	if d1.Tokens[0] != 1 {
 		t.Errorf("first token %d, want Mistral BOS 1 (add_special_tokens)", d1.Tokens[0])
 	}
+	// Without data_file, a wiki2 spec asks the resolver (the CLI's looks in
+	// the Hugging Face cache) and gets the same stream.
+	asked := ""
+	s2 := *s
+	s2.DataFile = ""
+	d4, err := Prepare(&s2, PrepareOptions{ResolveDataset: func(name string) (string, error) { asked = name; return rows, nil }})
+	if err != nil || asked != "wiki2" || d4.Info.TokensHash != d1.Info.TokensHash || d4.Info.Source != "wikitext2" {
+		t.Errorf("resolver: asked %q, err %v", asked, err)
+	}
+	s2.Dataset = "ptb"
+	if _, err := Prepare(&s2, PrepareOptions{ResolveDataset: func(string) (string, error) { return rows, nil }}); err == nil || !strings.Contains(err.Error(), `dataset "ptb" is unsupported without data_file`) {
+		t.Errorf("ptb: %v", err)
+	}
 	// The filtered join gives another stream, cached separately.
 	s.Join = "filtered"
 	d3, err := Prepare(s, PrepareOptions{CacheDir: cache})

@@ -119,8 +119,16 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Render draws the chart in format "png", "svg" or "pdf" to w.
-func Render(w io.Writer, format string, models []Model, o Options) (Report, error) {
+// Render draws the chart in format "png", "svg" or "pdf" to w. Nothing is
+// written to w unless the whole chart was drawn.
+func Render(w io.Writer, format string, models []Model, o Options) (rep Report, err error) {
+	// gonum/plot panics on some degenerate geometry; report it as an error
+	// (the image is only written after drawing succeeded).
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("plot: cannot draw this chart: %v", r)
+		}
+	}()
 	if o.X == "" {
 		o.X = XBPW
 	}
@@ -134,11 +142,7 @@ func Render(w io.Writer, format string, models []Model, o Options) (Report, erro
 		return Report{}, errors.New("plot: max-x and max-y must be non-negative")
 	}
 	th := newTheme(format)
-	var (
-		ch  *chart
-		rep Report
-		err error
-	)
+	var ch *chart
 	switch o.Y {
 	case YPPL, YKLD:
 		ch, rep, err = scatterChart(models, o, th)
@@ -475,19 +479,31 @@ func (linTicks) Ticks(min, max float64) []plot.Tick {
 
 // padRange widens [lo, hi] by fractions of its span (in log space when log).
 func padRange(lo, hi, below, above float64, log bool) (float64, float64) {
+	var a, b float64
 	if log {
-		a, b := math.Log10(lo), math.Log10(hi)
-		span := b - a
+		la, lb := math.Log10(lo), math.Log10(hi)
+		span := lb - la
 		if span == 0 {
 			span = 0.5
 		}
-		return math.Pow(10, a-below*span), math.Pow(10, b+above*span)
+		a, b = math.Pow(10, la-below*span), math.Pow(10, lb+above*span)
+		if !(a > 0) {
+			a = lo
+		}
+	} else {
+		span := hi - lo
+		if span == 0 {
+			span = math.Max(math.Abs(hi)*0.1, 1e-3)
+		}
+		a, b = lo-below*span, hi+above*span
+		if !finite(a) {
+			a = lo
+		}
 	}
-	span := hi - lo
-	if span == 0 {
-		span = math.Max(math.Abs(hi)*0.1, 1e-3)
+	if !finite(b) {
+		b = hi
 	}
-	return lo - below*span, hi + above*span
+	return a, b
 }
 
 // keep applies the mask filter.

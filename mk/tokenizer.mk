@@ -5,11 +5,14 @@
 #                          core (needs ../shared; skipped without it)
 #   make fuzz-tokenizer    fuzz the tokenizer.json parser and the split
 #                          scanners (against regexp2), FUZZTIME each
+#
+# `make fuzz` (mk/fuzz.mk) runs the FUZZ_TARGETS below with the others.
 
-FUZZTIME ?= 30s
-BENCH_OUT ?= bin/bench.txt
+FUZZTIME     ?= 20s
+FUZZMINTIME  ?= 2s
+FUZZPARALLEL ?= 1
+BENCH_OUT    ?= bin/bench.txt
 
-# ./pkg:FuzzName entries for a shared `make fuzz` loop.
 FUZZ_TARGETS += ./tokenizer:FuzzLoad ./tokenizer:FuzzScanner
 
 BENCH_TARGETS += bench-tokenizer
@@ -21,5 +24,7 @@ bench-tokenizer:
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'BenchmarkEncode_WikiText2' -benchtime=3x -count=1 ./tokenizer | tee -a $(BENCH_OUT)
 
 fuzz-tokenizer:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./tokenizer
-	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./tokenizer
+	@set -e; for fn in FuzzLoad FuzzScanner; do \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) \
+			-fuzzminimizetime $(FUZZMINTIME) -parallel $(FUZZPARALLEL) ./tokenizer; \
+	done

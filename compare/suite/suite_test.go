@@ -311,6 +311,54 @@ func TestRunCache(t *testing.T) {
 
 func ptr(v float64) *float64 { return &v }
 
+// badEval returns results that Run must refuse.
+type badEval struct {
+	fakeEval
+	mode string
+}
+
+func (b *badEval) Evaluate(ctx context.Context, j Job) (compare.Result, error) {
+	r, err := b.fakeEval.Evaluate(ctx, j)
+	switch b.mode {
+	case "other data":
+		r.TokensHash = "other"
+	case "no kld":
+		r.KLD = nil
+	case "fail":
+		return r, fmt.Errorf("backend exploded")
+	}
+	return r, err
+}
+
+func TestRunErrors(t *testing.T) {
+	d := testData(t)
+	hash := func(dir string) (string, error) {
+		if dir == "missing" {
+			return "", fmt.Errorf("model files of missing: no config.json")
+		}
+		return "h-" + dir, nil
+	}
+	models := []ModelSpec{{ModelDir: "b", Label: "BF16", Base: true}, {ModelDir: "q", Label: "Q"}}
+	for _, c := range []struct {
+		mode   string
+		models []ModelSpec
+		want   string
+	}{
+		{"other data", models, `model "BF16": evaluator returned a result for other data`},
+		{"no kld", models, `model "Q": evaluator returned no KL statistics`},
+		{"fail", models, `model "BF16" (b): backend exploded`},
+		{"", []ModelSpec{{ModelDir: "q", Label: "Q"}, {ModelDir: "b", Label: "BF16", Base: true}}, "base model \"BF16\" must come first"},
+		{"", []ModelSpec{{ModelDir: "missing", Label: "M", Source: "m.json[0]"}}, `model "M" (m.json[0]): model files of missing`},
+		{"", nil, "no models"},
+	} {
+		ev := &badEval{fakeEval: fakeEval{stores: map[string]bool{}, engine: "e"}, mode: c.mode}
+		_, err := Run(context.Background(), d, c.models, ev, Options{ModelHash: hash, Cache: &Cache{Dir: t.TempDir()}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.mode, err, c.want)
+		}
+	}
+}
+
 func TestResultFiles(t *testing.T) {
 	d := testData(t)
 	ev := &fakeEval{stores: map[string]bool{}, engine: "e"}

@@ -19,4 +19,7 @@
 // corruption and is reported as an error naming the file and the byte offset;
 // Open never guesses. An identity different from the caller's is refused with
 // ErrIdentity, because resuming a different run would silently mix results.
+// An open journal holds an exclusive advisory lock (flock on Unix), so a
+// second process opening the same journal gets ErrBusy instead of
+// interleaving its records with the first one's.
 package journal

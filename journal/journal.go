@@ -22,6 +22,9 @@ var (
 	ErrCorrupt = errors.New("journal: corrupt")
 	// ErrIdentity reports a journal written by a different run.
 	ErrIdentity = errors.New("journal: belongs to a different run")
+	// ErrBusy reports a journal that another open Journal (usually another
+	// process running the same command) holds.
+	ErrBusy = errors.New("journal: in use by another process")
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -42,7 +45,9 @@ type Contents struct {
 }
 
 // Open opens the journal at path for appending, creating it with identity
-// when it does not exist. For an existing journal the stored identity must
+// when it does not exist, and holds an exclusive advisory lock on it until
+// Close (on Unix; a second Open of a held journal fails with ErrBusy, so two
+// processes never append to one journal). For an existing journal the stored identity must
 // equal identity byte for byte (else ErrIdentity); its complete records are
 // returned and a torn final record is truncated away.
 func Open(path string, identity []byte) (*Journal, [][]byte, error) {
@@ -52,6 +57,10 @@ func Open(path string, identity []byte) (*Journal, [][]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := lock(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s (is the same run still going, or started twice?)", err, path)
 	}
 	st, err := f.Stat()
 	if err != nil {

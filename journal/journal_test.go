@@ -176,3 +176,25 @@ func equalRecords(a, b [][]byte) bool {
 	}
 	return true
 }
+
+// A journal held open refuses a second Open (another process running the
+// same command) until it is closed.
+func TestOpenBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.journal")
+	id := []byte(`{"run":1}`)
+	j, _, err := Open(path, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Open(path, id); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second Open: %v, want ErrBusy", err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j2, _, err := Open(path, id)
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	j2.Close()
+}

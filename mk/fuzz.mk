@@ -1,11 +1,16 @@
-# make fuzz: run every fuzz target for a bounded time each (issue 7).
+# make fuzz: run every fuzz target of the repository for a bounded time each
+# (issue 7), e.g. `make fuzz FUZZTIME=10s`.
 #
-# A package adds its targets as PKG:FuzzName, in its own mk/*.mk fragment
-# or here, e.g.
-#   FUZZ_TARGETS += ./tokenizer:FuzzLoad
+# Targets are discovered: every `func FuzzXxx(` in a *_test.go file (outside
+# testdata and hidden directories) runs, so a new fuzz test needs no Makefile
+# line. FUZZ_TARGETS (PKG:FuzzName, added by package fragments in mk/*.mk)
+# is merged in, duplicates removed. `make fuzz-list` prints the list.
+#
 # The seed corpora in PKG/testdata/fuzz/FuzzName also run in `make test`.
-# A crash stops the run; go test writes the failing input into
-# PKG/testdata/fuzz/FuzzName, where it becomes a regression test.
+# A failing target does not stop the others; the run fails at the end and
+# names them. go test writes each failing input into
+# PKG/testdata/fuzz/FuzzName, where it becomes a regression test once
+# checked in.
 
 FUZZTIME     ?= 20s
 # Minimizing a new interesting input may take at most this long (the
@@ -13,23 +18,28 @@ FUZZTIME     ?= 20s
 FUZZMINTIME  ?= 2s
 FUZZPARALLEL ?= 1
 
-FUZZ_TARGETS += ./checkpoint:FuzzOpen
-FUZZ_TARGETS += ./checkpoint:FuzzParseConfig
-FUZZ_TARGETS += ./checkpoint:FuzzParseIndex
+# fuzz_discover prints PKG:FuzzName for every fuzz function in the tree.
+define fuzz_discover
+grep -rE --include='*_test.go' --exclude-dir=testdata --exclude-dir='.?*' --exclude-dir=bin \
+	-o '^func Fuzz[A-Za-z0-9_]*\(' . 2>/dev/null | \
+	sed -E 's|^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($$|\1:\2|'
+endef
 
 .PHONY: fuzz fuzz-list
 
-fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "== fuzz $$pkg $$fn for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) \
-			-fuzzminimizetime $(FUZZMINTIME) -parallel $(FUZZPARALLEL) $$pkg; \
-	done
-
 fuzz-list:
-	@for t in $(FUZZ_TARGETS); do echo $$t; done
+	@{ $(fuzz_discover); for t in $(FUZZ_TARGETS); do echo $$t; done; } | sort -u
 
-# quant (helper E): quantization_config parser and packed-tensor decoders.
-FUZZ_TARGETS += ./quant:FuzzParse
-FUZZ_TARGETS += ./quant:FuzzOpen
+fuzz:
+	@targets=$$({ $(fuzz_discover); for t in $(FUZZ_TARGETS); do echo $$t; done; } | sort -u); \
+	n=0; failed=""; \
+	for t in $$targets; do \
+		pkg=$${t%%:*}; fn=$${t##*:}; n=$$((n+1)); \
+		echo "== fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		if ! $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) \
+			-fuzzminimizetime $(FUZZMINTIME) -parallel $(FUZZPARALLEL) $$pkg; then \
+			failed="$$failed $$t"; \
+		fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs in PKG/testdata/fuzz/)"; exit 1; fi; \
+	echo "fuzz: $$n targets, no findings"

@@ -2,9 +2,6 @@ package reference
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,66 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/fixtures"
 )
-
-// smolShape is SmolLM2-135M's shape (tokenizers/smollm2/model-config.json).
-var smolShape = map[string]any{
-	"model_type": "llama", "vocab_size": 49152, "hidden_size": 576,
-	"intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
-	"num_key_value_heads": 3, "head_dim": 64, "rms_norm_eps": 1e-5,
-	"rope_theta": 100000.0, "tie_word_embeddings": true, "hidden_act": "silu",
-	"max_position_embeddings": 8192, "torch_dtype": "bfloat16",
-}
-
-// writeRandomBF16Model writes a random BF16 model of config c into dir.
-// Values are uniform in ±sqrt(3)·scale (scale 1 for the embedding and
-// norms' offsets, 1/sqrt(fan_in) for Linears) from a fixed seed.
-func writeRandomBF16Model(dir string, c map[string]any) error {
-	js, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
-		return err
-	}
-	geti := func(k string) int { return int(c[k].(int)) }
-	V, C, I, L := geti("vocab_size"), geti("hidden_size"), geti("intermediate_size"), geti("num_hidden_layers")
-	q, kv := geti("num_attention_heads")*geti("head_dim"), geti("num_key_value_heads")*geti("head_dim")
-	r := rand.New(rand.NewPCG(2024, 135))
-	var ts []checkpoint.WriteTensor
-	add := func(name string, shape []int, mean, scale float64) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		raw := make([]byte, 2*n)
-		for i := 0; i < n; i++ {
-			v := float32(mean + scale*math.Sqrt(3)*(2*r.Float64()-1))
-			binary.LittleEndian.PutUint16(raw[2*i:], uint16(math.Float32bits(v)>>16))
-		}
-		ts = append(ts, checkpoint.WriteTensor{Name: name, DType: "BF16", Shape: shape, Data: raw})
-	}
-	add("model.embed_tokens.weight", []int{V, C}, 0, 1)
-	add("model.norm.weight", []int{C}, 1, 0.05)
-	for l := 0; l < L; l++ {
-		p := fmt.Sprintf("model.layers.%d.", l)
-		add(p+"input_layernorm.weight", []int{C}, 1, 0.05)
-		add(p+"post_attention_layernorm.weight", []int{C}, 1, 0.05)
-		add(p+"self_attn.q_proj.weight", []int{q, C}, 0, 1/math.Sqrt(float64(C)))
-		add(p+"self_attn.k_proj.weight", []int{kv, C}, 0, 1/math.Sqrt(float64(C)))
-		add(p+"self_attn.v_proj.weight", []int{kv, C}, 0, 1/math.Sqrt(float64(C)))
-		add(p+"self_attn.o_proj.weight", []int{C, q}, 0, 1/math.Sqrt(float64(q)))
-		add(p+"mlp.gate_proj.weight", []int{I, C}, 0, 1/math.Sqrt(float64(C)))
-		add(p+"mlp.up_proj.weight", []int{I, C}, 0, 1/math.Sqrt(float64(C)))
-		add(p+"mlp.down_proj.weight", []int{C, I}, 0, 1/math.Sqrt(float64(I)))
-	}
-	return checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
-}
 
 const benchModelEnv = "QPPL_WRITE_BENCH_MODEL"
 
@@ -83,9 +28,18 @@ func TestWriteBenchModel(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper for BenchmarkForward_SmolLM2Shaped_T512")
 	}
-	if err := writeRandomBF16Model(dir, smolShape); err != nil {
+	if err := fixtures.Write(dir, fixtures.SmolLM2Shaped()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cpuSeconds returns the process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // peakRSSMB returns VmHWM from /proc/self/status in MB (0 if unavailable).
@@ -107,8 +61,10 @@ func peakRSSMB() float64 {
 }
 
 // BenchmarkForward_SmolLM2Shaped_T512 times one 512-token window (all 511
-// targets scored) through a random BF16 model of SmolLM2-135M's shape. The
-// model is generated once by a child process into a temp dir (or taken from
+// targets scored) through a random BF16 model of SmolLM2-135M's shape
+// (fixtures.SmolLM2Shaped: vocab 49152, hidden 576, 30 layers, 9 heads, 3
+// key/value heads, intermediate 1536, tied head). The model is generated
+// once by a child process into a temp dir (or taken from
 // $QPPL_BENCH_MODEL_DIR when set). Reports tokens/s and the process's peak
 // RSS (VmHWM) in MB.
 func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
@@ -141,6 +97,7 @@ func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
 		toks[i] = int32(r.IntN(49152))
 	}
 	w := backends.Window{Tokens: toks, First: 1}
+	cpu0 := cpuSeconds()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		sc, err := be.Score(context.Background(), w, backends.Request{})
@@ -152,6 +109,9 @@ func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	// CPU seconds per window: on a shared machine wall time depends on the
+	// other load; CPU time (all threads) is a steadier measure of the work.
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu_s/op")
 	b.ReportMetric(float64(len(toks)*b.N)/b.Elapsed().Seconds(), "tokens/s")
 	b.ReportMetric(peakRSSMB(), "peakRSS_MB")
 	b.ReportMetric(load.Seconds(), "load_s")

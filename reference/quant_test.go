@@ -1,0 +1,104 @@
+package reference
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/fixtures"
+	"github.com/qppl/qppl/fixtures/quantizer"
+	"github.com/qppl/qppl/internal/oracle"
+	"github.com/qppl/qppl/quant"
+)
+
+// quantOracle returns an oracle getter and activation quantizer for a
+// (possibly quantized) checkpoint: Linear weights are decoded through
+// package quant, everything else read as stored.
+func quantOracle(t *testing.T, m *checkpoint.Model) (oracle.Getter, oracle.Options) {
+	t.Helper()
+	scheme, err := quant.Parse(m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isLinear := func(module string) bool {
+		return strings.HasSuffix(module, "_proj") || module == "lm_head"
+	}
+	get := func(name string) ([]float64, []int, error) {
+		if mod, ok := strings.CutSuffix(name, ".weight"); ok && isLinear(mod) {
+			l, err := scheme.Linear(m, mod)
+			if err != nil {
+				return nil, nil, err
+			}
+			out, in := l.Shape()
+			w := make([]float64, out*in)
+			if err := l.Dequantize(w); err != nil {
+				return nil, nil, err
+			}
+			return w, []int{out, in}, nil
+		}
+		return m.ReadFloat64(name)
+	}
+	opt := oracle.Options{InputQuant: func(module string, x []float64, rows, cols int) error {
+		l, err := scheme.Linear(m, module)
+		if err != nil {
+			return err
+		}
+		if aq := l.InputQuantizer(); aq != nil {
+			return aq.Quantize(x, rows, cols)
+		}
+		return nil
+	}}
+	return get, opt
+}
+
+// TestQuantizedSchemes runs every scheme of the fixture quantizer through
+// New (packed weights decoded by package quant, activation quantization
+// where the scheme has it) and compares with the oracle fed the same
+// decoded weights and quantizers.
+func TestQuantizedSchemes(t *testing.T) {
+	base, err := fixtures.Defaults("qwen2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Vocab, base.Hidden, base.Intermediate, base.HeadDim = 300, 128, 256, 32
+	base.DType = checkpoint.BF16
+	src := filepath.Join(t.TempDir(), "dense")
+	if err := fixtures.Write(src, base); err != nil {
+		t.Fatal(err)
+	}
+	toks := randomTokens(24, base.Vocab, 12)
+	denseB, _ := openBackend(t, src)
+	dense := allLogProbs(t, denseB, toks)
+	withAct := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true}
+	for _, name := range quantizer.Schemes() {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "q")
+			if err := quantizer.Quantize(src, dir, name, quantizer.Options{Seed: 3}); err != nil {
+				t.Fatal(err)
+			}
+			b, m := openBackend(t, dir)
+			got := allLogProbs(t, b, toks)
+			get, opt := quantOracle(t, m)
+			want, err := oracle.LogProbs(m.Config, get, toks, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, p, v := maxAbsDiff(got, want); d > 1e-10 {
+				t.Errorf("max |reference - oracle| = %g at pos %d id %d", d, p, v)
+			}
+			// Not vacuous: quantization changes the model, and activation
+			// quantization changes it beyond weight-only decoding.
+			if d, _, _ := maxAbsDiff(got, dense); d < 1e-6 {
+				t.Errorf("quantized log-probs within %g of the dense model", d)
+			}
+			weightOnly, err := oracle.LogProbs(m.Config, get, toks, oracle.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, _, _ := maxAbsDiff(got, weightOnly); withAct[name] != (d > 1e-9) {
+				t.Errorf("activation quantization expected %v, but log-probs differ from weight-only decoding by %g", withAct[name], d)
+			}
+		})
+	}
+}

@@ -144,7 +144,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			}
 			grid := device.Dim3{X: (T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: H, Z: 1}
 			scale := float32(1 / math.Sqrt(float64(D)))
-			if err := d.Launch(device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnBlockK*D*4,
+			if err := d.Launch(device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnTileK(D)*D*4,
 				ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt)); err != nil {
 				return err
 			}

@@ -64,9 +64,18 @@ func Sources() []string {
 // Attention launch geometry (kernels/attention.cu ATT_BQ, ATT_BK, ATT_MAXD).
 const (
 	AttnBlockQ  = 64
-	AttnBlockK  = 32
 	AttnMaxHead = 256
 )
+
+// AttnTileK returns the keys per shared-memory tile of the attention
+// kernel for head dimension d; its dynamic shared memory is 2·tile·d·4
+// bytes (≤ 32 KB, below the 48 KB default limit).
+func AttnTileK(d int) int {
+	if d > 128 {
+		return 16
+	}
+	return 32
+}
 
 // Base log-prob kinds of logits_stats (kernels/logits.cu).
 const (

@@ -24,7 +24,8 @@
 // Devices share no state: the only thread-local data are the running
 // block's fiber bookkeeping and a cache of fiber stacks.
 //
-// Build note: cgo does not track the kernel sources (../kernels/*.cu) in
-// the build cache, because they live outside this directory. After editing
-// a kernel, force a rebuild, e.g. CGO_CXXFLAGS="-O2 -DQPPL_STAMP=$RANDOM".
+// Build note: kernels.cc includes the kernel sources through the symbolic
+// links k_*.h -> ../kernels/*, so that Go's build cache, which hashes the
+// header files of a cgo package, rebuilds the emulator when a kernel
+// changes.
 package emu

@@ -7,12 +7,12 @@
 #include <type_traits>
 #include <utility>
 
-#include "../kernels/elementwise.cu"
-#include "../kernels/norm.cu"
-#include "../kernels/attention.cu"
-#include "../kernels/logits.cu"
-#include "../kernels/dequant.cu"
-#include "../kernels/actquant.cu"
+#include "k_elementwise.h"
+#include "k_norm.h"
+#include "k_attention.h"
+#include "k_logits.h"
+#include "k_dequant.h"
+#include "k_actquant.h"
 
 template <typename T> static constexpr char sigchar() {
 	return std::is_pointer<T>::value ? 'p'

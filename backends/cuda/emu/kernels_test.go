@@ -156,13 +156,13 @@ func attention64(q, k, v []float64, T, H, KVH, D int, scale float64) []float64 {
 func TestAttention(t *testing.T) {
 	d := newTestDevice(t)
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, sh := range []struct{ T, H, KVH, D int }{{1, 1, 1, 4}, {70, 4, 2, 20}, {33, 2, 2, 64}, {130, 3, 1, 8}} {
+	for _, sh := range []struct{ T, H, KVH, D int }{{1, 1, 1, 4}, {70, 4, 2, 20}, {33, 2, 2, 64}, {130, 3, 1, 8}, {40, 2, 1, 160}} {
 		for _, dt := range []device.DType{device.F32, device.BF16, device.F16} {
 			q, k, v := randF32(rng, sh.T*sh.H*sh.D, 1), randF32(rng, sh.T*sh.KVH*sh.D, 1), randF32(rng, sh.T*sh.KVH*sh.D, 1)
 			po := allocT(t, d, 4*len(q))
 			scale := float32(1 / math.Sqrt(float64(sh.D)))
 			grid := device.Dim3{X: (sh.T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: sh.H, Z: 1}
-			launch(t, d, device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnBlockK*sh.D*4, po,
+			launch(t, d, device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnTileK(sh.D)*sh.D*4, po,
 				upF32(t, d, q), upF32(t, d, k), upF32(t, d, v), int32(sh.T), int32(sh.H), int32(sh.KVH), int32(sh.D), scale, int32(dt))
 			want := attention64(roundTo(q, dt), roundTo(k, dt), roundTo(v, dt), sh.T, sh.H, sh.KVH, sh.D, float64(scale))
 			// budget: scores (D products), exp/rescaling (a few u per key), T-term sums

@@ -2,7 +2,7 @@
 #include "common.cuh"
 
 #define ATT_BQ 64   // queries per block (one per thread)
-#define ATT_BK 32   // keys per shared-memory tile
+#define ATT_BK 32   // keys per shared-memory tile (16 when head_dim > 128: 32 KB of shared memory at most)
 #define ATT_MAXD 256
 
 // attention computes, for every query row i and head h,
@@ -12,13 +12,14 @@
 // fp16 attention reads). Keys are streamed in tiles through shared memory
 // and the softmax is online (running max m and sum l in fp32, rescaling
 // the accumulator when m grows), so no T×T matrix is formed.
-// Launch: grid (ceil(T/64), H), block 64, dynamic shared 2*32*D*4 bytes,
-// D <= 256. Reference: reference.attention (scaled_dot_product_attention
+// Launch: grid (ceil(T/64), H), block 64, dynamic shared 2*BK*D*4 bytes
+// with BK = 32 for D <= 128, else 16 (device.AttnTileK); D <= 256. Reference: reference.attention (scaled_dot_product_attention
 // with is_causal, repeat_kv for GQA).
 EXTERN_C __global__ void attention(float *out, const float *q, const float *k, const float *v, int T, int H, int KVH,
 				   int D, float scale, int dt) {
 	DYN_SHARED(float, sm);
-	float *ks = sm, *vs = sm + ATT_BK * D;
+	const int BK = D > 128 ? ATT_BK / 2 : ATT_BK;
+	float *ks = sm, *vs = sm + BK * D;
 	int h = blockIdx.y, kvh = h / (H / KVH);
 	int q0 = blockIdx.x * ATT_BQ, i = q0 + threadIdx.x;
 	bool active = i < T;
@@ -30,9 +31,9 @@ EXTERN_C __global__ void attention(float *out, const float *q, const float *k, c
 	}
 	float m = -INFINITY, l = 0.0f;
 	int kend = imin(T, q0 + ATT_BQ);
-	for (int k0 = 0; k0 < kend; k0 += ATT_BK) {
+	for (int k0 = 0; k0 < kend; k0 += BK) {
 		__syncthreads();
-		for (int idx = threadIdx.x; idx < ATT_BK * D; idx += blockDim.x) {
+		for (int idx = threadIdx.x; idx < BK * D; idx += blockDim.x) {
 			int j = k0 + idx / D, d = idx % D;
 			bool ok = j < T;
 			ks[idx] = ok ? round_dt(k[(size_t)j * kstride + kvh * D + d], dt) : 0.0f;
@@ -40,7 +41,7 @@ EXTERN_C __global__ void attention(float *out, const float *q, const float *k, c
 		}
 		__syncthreads();
 		if (!active) continue;
-		int jmax = imin(k0 + ATT_BK, i + 1);
+		int jmax = imin(k0 + BK, i + 1);
 		for (int j = k0; j < jmax; j++) {
 			const float *kj = ks + (j - k0) * D, *vj = vs + (j - k0) * D;
 			float s = 0.0f;

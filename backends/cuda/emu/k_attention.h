@@ -1,0 +1,1 @@
+../kernels/attention.cu

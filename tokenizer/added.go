@@ -99,21 +99,19 @@ func newAddedVocab(toks []addedToken, norm normalizer) *addedVocab {
 }
 
 // extract splits text on added tokens and normalizes the rest, as HF's
-// AddedVocabulary::extract_and_normalize does.
-func (v *addedVocab) extract(text string, norm normalizer) []piece {
-	var out []piece
+// AddedVocabulary::extract_and_normalize does, emitting the pieces in order.
+func (v *addedVocab) extract(text string, norm normalizer, emit func(piece)) {
 	v.split(text, 0, v.raw, func(p piece) {
 		if p.added {
-			out = append(out, p)
+			emit(p)
 			return
 		}
 		s := p.s
 		if norm != nil {
 			s = norm.normalize(s)
 		}
-		v.split(s, p.off, v.norm, func(q piece) { out = append(out, q) })
+		v.split(s, p.off, v.norm, emit)
 	})
-	return out
 }
 
 // split is HF's find_matches: it emits the pieces covering s in order.

@@ -11,23 +11,11 @@ import (
 	"github.com/dlclark/regexp2"
 )
 
-// preTokenizer splits the text pieces into words (HF's PreTokenizer).
-// Added-token pieces pass through unchanged; empty pieces are dropped.
+// preTokenizer splits a text piece into words (HF's PreTokenizer),
+// passing them to emit in order; empty words are dropped. Pieces stream
+// through, so encoding a large text never holds all its words at once.
 type preTokenizer interface {
-	preTokenize(ps []piece) []piece
-}
-
-// eachText applies f to every text piece of ps.
-func eachText(ps []piece, f func(p piece, out []piece) []piece) []piece {
-	out := make([]piece, 0, len(ps)+len(ps)/2)
-	for _, p := range ps {
-		if p.added {
-			out = append(out, p)
-			continue
-		}
-		out = f(p, out)
-	}
-	return out
+	split(p piece, emit func(piece))
 }
 
 type behavior uint8
@@ -103,8 +91,8 @@ func charSpans(s string, f func(rune) bool) []span {
 }
 
 // splitSpans is HF's NormalizedString::split: it applies the behavior to the
-// spans and appends the resulting non-empty pieces of p to out.
-func splitSpans(p piece, sp []span, beh behavior, invert bool, out []piece) []piece {
+// spans and emits the resulting non-empty pieces of p.
+func splitSpans(p piece, sp []span, beh behavior, invert bool, emit func(piece)) {
 	if invert {
 		for i := range sp {
 			sp[i].m = !sp[i].m
@@ -165,18 +153,25 @@ func splitSpans(p piece, sp []span, beh behavior, invert bool, out []piece) []pi
 		if k.remove || k.a == k.b {
 			continue
 		}
-		out = append(out, piece{s: p.s[k.a:k.b], off: p.off + k.a})
+		emit(piece{s: p.s[k.a:k.b], off: p.off + k.a})
 	}
-	return out
 }
 
 type seqPre []preTokenizer
 
-func (q seqPre) preTokenize(ps []piece) []piece {
-	for _, p := range q {
-		ps = p.preTokenize(ps)
+func (q seqPre) split(p piece, emit func(piece)) { chain(q, emit)(p) }
+
+// chain returns a function that runs pre on a piece and passes the words
+// to sink; a Sequence becomes a pipeline of stages built once, so that no
+// closure is allocated per piece.
+func chain(pre preTokenizer, sink func(piece)) func(piece) {
+	if q, ok := pre.(seqPre); ok {
+		for i := len(q) - 1; i >= 0; i-- {
+			sink = chain(q[i], sink)
+		}
+		return sink
 	}
-	return ps
+	return func(p piece) { pre.split(p, sink) }
 }
 
 type splitPre struct {
@@ -185,53 +180,47 @@ type splitPre struct {
 	invert bool
 }
 
-func (sp *splitPre) preTokenize(ps []piece) []piece {
-	return eachText(ps, func(p piece, out []piece) []piece {
-		if p.s == "" {
-			return out
-		}
-		if sp.pat.known != knownNone && sp.beh == isolated && !sp.invert {
-			// Fast path: the known patterns tile the text.
-			scanKnown(sp.pat.known, p.s, func(a, b int) {
-				out = append(out, piece{s: p.s[a:b], off: p.off + a})
-			})
-			return out
-		}
-		return splitSpans(p, spansOf(p.s, sp.pat.findAll(p.s)), sp.beh, sp.invert, out)
-	})
+func (sp *splitPre) split(p piece, emit func(piece)) {
+	if p.s == "" {
+		return
+	}
+	if sp.pat.known != knownNone && sp.beh == isolated && !sp.invert {
+		// Fast path: the known patterns tile the text.
+		scanKnown(sp.pat.known, p.s, func(a, b int) {
+			emit(piece{s: p.s[a:b], off: p.off + a})
+		})
+		return
+	}
+	splitSpans(p, spansOf(p.s, sp.pat.findAll(p.s)), sp.beh, sp.invert, emit)
 }
 
 type byteLevelPre struct{ addPrefixSpace, useRegex bool }
 
-func (bl *byteLevelPre) preTokenize(ps []piece) []piece {
-	return eachText(ps, func(p piece, out []piece) []piece {
-		s := p.s
-		if s == "" {
-			return out
-		}
-		if bl.addPrefixSpace && s[0] != ' ' {
-			s = " " + s
-		}
-		if !bl.useRegex {
-			return append(out, piece{s: byteLevelMap(s), off: p.off})
-		}
-		scanKnown(knownGPT2, s, func(a, b int) {
-			out = append(out, piece{s: byteLevelMap(s[a:b]), off: p.off + a})
-		})
-		return out
+func (bl *byteLevelPre) split(p piece, emit func(piece)) {
+	s := p.s
+	if s == "" {
+		return
+	}
+	if bl.addPrefixSpace && s[0] != ' ' {
+		s = " " + s
+	}
+	if !bl.useRegex {
+		emit(piece{s: byteLevelMap(s), off: p.off})
+		return
+	}
+	scanKnown(knownGPT2, s, func(a, b int) {
+		emit(piece{s: byteLevelMap(s[a:b]), off: p.off + a})
 	})
 }
 
 type digitsPre struct{ individual bool }
 
-func (d digitsPre) preTokenize(ps []piece) []piece {
+func (d digitsPre) split(p piece, emit func(piece)) {
 	beh := contiguous
 	if d.individual {
 		beh = isolated
 	}
-	return eachText(ps, func(p piece, out []piece) []piece {
-		return splitSpans(p, charSpans(p.s, unicode.IsNumber), beh, false, out)
-	})
+	splitSpans(p, charSpans(p.s, unicode.IsNumber), beh, false, emit)
 }
 
 type prependScheme uint8
@@ -243,53 +232,45 @@ const (
 )
 
 type metaspacePre struct {
-	repl   string
-	scheme prependScheme
-	split  bool
+	repl    string
+	scheme  prependScheme
+	splitOn bool
 }
 
-func (m *metaspacePre) preTokenize(ps []piece) []piece {
+func (m *metaspacePre) split(p piece, emit func(piece)) {
+	if p.s == "" {
+		return // HF's prepend is a no-op on an empty string
+	}
+	s := strings.ReplaceAll(p.s, " ", m.repl)
+	switch m.scheme {
+	case prependAlways:
+		if !strings.HasPrefix(s, m.repl) {
+			s = m.repl + s
+		}
+	case prependFirst:
+		if !strings.HasPrefix(s, m.repl) && p.off == 0 {
+			s = m.repl + s
+		}
+	}
+	q := piece{s: s, off: p.off}
+	if !m.splitOn {
+		emit(q)
+		return
+	}
 	r, _ := utf8.DecodeRuneInString(m.repl)
-	return eachText(ps, func(p piece, out []piece) []piece {
-		if p.s == "" {
-			return out // HF's prepend is a no-op on an empty string
-		}
-		s := strings.ReplaceAll(p.s, " ", m.repl)
-		switch m.scheme {
-		case prependAlways:
-			if !strings.HasPrefix(s, m.repl) {
-				s = m.repl + s
-			}
-		case prependFirst:
-			if !strings.HasPrefix(s, m.repl) && p.off == 0 {
-				s = m.repl + s
-			}
-		}
-		q := piece{s: s, off: p.off}
-		if !m.split {
-			if s != "" {
-				out = append(out, q)
-			}
-			return out
-		}
-		return splitSpans(q, charSpans(s, func(c rune) bool { return c == r }), mergedWithNext, false, out)
-	})
+	splitSpans(q, charSpans(s, func(c rune) bool { return c == r }), mergedWithNext, false, emit)
 }
 
 type whitespacePre struct{ re *regexp2.Regexp }
 
-func (w whitespacePre) preTokenize(ps []piece) []piece {
-	return eachText(ps, func(p piece, out []piece) []piece {
-		return splitSpans(p, spansOf(p.s, regexFindAll(w.re, p.s)), removed, true, out)
-	})
+func (w whitespacePre) split(p piece, emit func(piece)) {
+	splitSpans(p, spansOf(p.s, regexFindAll(w.re, p.s)), removed, true, emit)
 }
 
 type whitespaceSplitPre struct{}
 
-func (whitespaceSplitPre) preTokenize(ps []piece) []piece {
-	return eachText(ps, func(p piece, out []piece) []piece {
-		return splitSpans(p, charSpans(p.s, unicode.IsSpace), removed, false, out)
-	})
+func (whitespaceSplitPre) split(p piece, emit func(piece)) {
+	splitSpans(p, charSpans(p.s, unicode.IsSpace), removed, false, emit)
 }
 
 type punctuationPre struct{ beh behavior }
@@ -300,10 +281,8 @@ func isPunct(r rune) bool {
 	return (r < utf8.RuneSelf && strings.ContainsRune("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", r)) || unicode.IsPunct(r)
 }
 
-func (pp punctuationPre) preTokenize(ps []piece) []piece {
-	return eachText(ps, func(p piece, out []piece) []piece {
-		return splitSpans(p, charSpans(p.s, isPunct), pp.beh, false, out)
-	})
+func (pp punctuationPre) split(p piece, emit func(piece)) {
+	splitSpans(p, charSpans(p.s, isPunct), pp.beh, false, emit)
 }
 
 func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
@@ -384,7 +363,7 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return nil, fmt.Errorf("Metaspace: %w", err)
 		}
-		m := &metaspacePre{repl: "\u2581", split: c.Split == nil || *c.Split}
+		m := &metaspacePre{repl: "\u2581", splitOn: c.Split == nil || *c.Split}
 		if c.Replacement != nil {
 			if utf8.RuneCountInString(*c.Replacement) != 1 {
 				return nil, fmt.Errorf("Metaspace: replacement %q is not one character", *c.Replacement)

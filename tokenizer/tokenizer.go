@@ -99,18 +99,18 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	pieces := t.added.extract(text, t.norm)
-	if t.pre != nil {
-		pieces = t.pre.preTokenize(pieces)
-	}
 	ids := make([]int32, 0, len(text)/3+4)
-	for _, p := range pieces {
+	word := func(p piece) { ids = t.model.tokenize(p.s, ids) }
+	if t.pre != nil {
+		word = chain(t.pre, word)
+	}
+	t.added.extract(text, t.norm, func(p piece) {
 		if p.added {
 			ids = append(ids, p.id)
-			continue
+			return
 		}
-		ids = t.model.tokenize(p.s, ids)
-	}
+		word(p)
+	})
 	if t.post != nil {
 		ids = t.post.process(ids, addSpecial)
 	}

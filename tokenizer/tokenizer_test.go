@@ -71,9 +71,7 @@ func preSplit(t *testing.T, pre obj, s string) []string {
 		t.Fatalf("parsePreTokenizer(%s): %v", b, err)
 	}
 	var out []string
-	for _, q := range p.preTokenize([]piece{{s: s}}) {
-		out = append(out, q.s)
-	}
+	p.split(piece{s: s}, func(q piece) { out = append(out, q.s) })
 	return out
 }
 

@@ -29,6 +29,10 @@ type Model struct {
 	// 99 at least.
 	KLDQuantiles []Quantile
 	IsBase       bool // the KL reference model (drawn in grey; KLD 0)
+	// PPLLo/PPLHi and KLDLo/KLDHi are interval ends for error bars
+	// (Options.ErrorBars); equal ends mean none.
+	PPLLo, PPLHi float64
+	KLDLo, KLDHi float64
 }
 
 // XAxis selects the x quantity of a scatter chart.
@@ -174,7 +178,8 @@ type series struct {
 type point struct {
 	Text   string // label without the tag
 	X, Y   float64
-	Model  int // index into the input slice
+	Lo, Hi float64 // error bar ends; Lo == Hi: none
+	Model  int     // index into the input slice
 	Colour color.RGBA
 }
 

@@ -448,12 +448,50 @@ func TestSegsCross(t *testing.T) {
 	}
 }
 
+func TestErrorBars(t *testing.T) {
+	ms := []Model{
+		{Label: "A 1", BPW: 4, PPL: 8, PPLLo: 7.5, PPLHi: 8.6},
+		{Label: "A 2", BPW: 5, PPL: 7.5, PPLLo: 7.4, PPLHi: 7.6},
+		{Label: "B 1", BPW: 6, PPL: 7.2}, // no interval
+	}
+	bars := func(o Options) int {
+		data, _ := render(t, "svg", ms, o)
+		// A bar and its two caps are plain 1-pt (default width) strokes in
+		// the family colour.
+		return strings.Count(string(data), `style="fill:none;stroke:#1F77B4" />`)
+	}
+	if n := bars(Options{}); n != 0 {
+		t.Errorf("%d bar strokes without ErrorBars", n)
+	}
+	if n := bars(Options{ErrorBars: true}); n != 6 {
+		t.Errorf("%d bar strokes, want 3 per interval × 2", n)
+	}
+	// The axis covers the intervals: up to 8.6 instead of 8.0.
+	data, _ := render(t, "svg", ms, Options{ErrorBars: true})
+	if texts := strings.Join(svgTexts(t, data), " "); !strings.Contains(texts, " 8.50 ") {
+		t.Errorf("y ticks %q do not reach the interval", texts)
+	}
+	data, _ = render(t, "svg", ms, Options{})
+	if texts := strings.Join(svgTexts(t, data), " "); strings.Contains(texts, "8.50") {
+		t.Errorf("y ticks %q reach 8.5 without error bars", texts)
+	}
+}
+
 func TestFromResult(t *testing.T) {
 	r := compare.Result{Label: "W4A16 g128", Model: "/m", BPWLayer: 4.25, VRAMGB: 0.5, PPL: 9.5,
 		KLD: &compare.KLDStats{Mean: 0.02, Percentiles: compare.Percentiles{P1: 1e-4, P10: 1e-3, P50: 0.01, P90: 0.05, P99: 0.2, Max: 1}}}
+	r.PPLSE = 0.5
+	r.KLD.MeanSE = 0.001
 	m := FromResult(r, false)
 	if m.Label != "W4A16 g128" || m.BPW != 4.25 || m.KLD != 0.02 || !m.HasKLD || len(m.KLDQuantiles) != 13 {
 		t.Errorf("FromResult = %+v", m)
+	}
+	if m.PPLLo != 9.5-0.98 || m.PPLHi != 9.5+0.98 || m.KLDLo != 0.02-0.00196 || m.KLDHi != 0.02+0.00196 {
+		t.Errorf("intervals %v %v %v %v", m.PPLLo, m.PPLHi, m.KLDLo, m.KLDHi)
+	}
+	r.PPLBootstrap = &compare.Interval{Lo: 9.1, Hi: 10.2, Level: 0.95}
+	if m := FromResult(r, false); m.PPLLo != 9.1 || m.PPLHi != 10.2 {
+		t.Errorf("bootstrap interval not used: %v %v", m.PPLLo, m.PPLHi)
 	}
 	b := FromResult(compare.Result{Model: "/base", BPWLayer: 16, PPL: 9}, true)
 	if b.Label != "/base" || !b.IsBase || !b.HasKLD || b.KLD != 0 {

@@ -26,11 +26,14 @@ import (
 
 // Options configure a chart.
 type Options struct {
-	X        XAxis  // bpw (default) or vram
-	Y        YAxis  // ppl (default), kld or kld-dist
-	LogY     bool   // logarithmic value axis (always on for kld-dist)
-	Title    string // default derived from X and Y
-	Subtitle string // e.g. Subtitle("wikitext2", 20, 2048)
+	X    XAxis // bpw (default) or vram
+	Y    YAxis // ppl (default), kld or kld-dist
+	LogY bool  // logarithmic value axis (always on for kld-dist)
+	// ErrorBars draws each point's interval (Model.PPLLo/PPLHi or
+	// KLDLo/KLDHi) as a vertical bar.
+	ErrorBars bool
+	Title     string // default derived from X and Y
+	Subtitle  string // e.g. Subtitle("wikitext2", 20, 2048)
 	// MaxX and MaxY drop points beyond them (0 = no limit), as compare_q's
 	// -mx/-my ("don't plot results beyond").
 	MaxX, MaxY float64

@@ -10,12 +10,22 @@ func FromResult(r compare.Result, isBase bool) Model {
 		label = r.Model
 	}
 	m := Model{Label: label, BPW: r.BPWLayer, VRAMGB: r.VRAMGB, PPL: r.PPL, IsBase: isBase}
+	// PPL interval: the window bootstrap when present (overlapping windows
+	// make the per-token SE optimistic), else ±1.96 SE.
+	if b := r.PPLBootstrap; b != nil && b.Lo <= r.PPL && r.PPL <= b.Hi {
+		m.PPLLo, m.PPLHi = b.Lo, b.Hi
+	} else if r.PPLSE > 0 {
+		m.PPLLo, m.PPLHi = r.PPL-1.96*r.PPLSE, r.PPL+1.96*r.PPLSE
+	}
 	if isBase {
 		m.HasKLD = true // KL(P‖P) = 0, as compare_q reports for its reference
 	}
 	if r.KLD != nil {
 		m.HasKLD = true
 		m.KLD = r.KLD.Mean
+		if r.KLD.MeanSE > 0 {
+			m.KLDLo, m.KLDHi = r.KLD.Mean-1.96*r.KLD.MeanSE, r.KLD.Mean+1.96*r.KLD.MeanSE
+		}
 		p := r.KLD.Percentiles
 		m.KLDQuantiles = []Quantile{
 			{0, p.Min}, {0.1, p.P01}, {1, p.P1}, {5, p.P5}, {10, p.P10}, {25, p.P25}, {50, p.P50},

@@ -37,16 +37,22 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		if o.X == XVRAM {
 			x = m.VRAMGB
 		}
-		var y float64
+		var y, lo, hi float64
 		switch o.Y {
 		case YPPL:
-			y = m.PPL
+			y, lo, hi = m.PPL, m.PPLLo, m.PPLHi
 		case YKLD:
 			if !m.HasKLD {
 				rep.Dropped = append(rep.Dropped, txt+": no KL divergence (no base model in its run)")
 				continue
 			}
-			y = m.KLD
+			y, lo, hi = m.KLD, m.KLDLo, m.KLDHi
+		}
+		if !o.ErrorBars || !finite(lo) || !finite(hi) || !(lo <= y && y <= hi) {
+			lo, hi = y, y
+		}
+		if o.LogY && lo <= 0 {
+			lo = y // a bar reaching 0 is cut at the point on a log axis
 		}
 		switch {
 		case !finite(x) || x <= 0:
@@ -75,7 +81,7 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		if tag != "" {
 			c, _ = namedColour(tag)
 		}
-		s.Points = append(s.Points, point{Text: txt, X: x, Y: y, Model: i, Colour: c})
+		s.Points = append(s.Points, point{Text: txt, X: x, Y: y, Lo: lo, Hi: hi, Model: i, Colour: c})
 	}
 	if len(fams) == 0 {
 		return nil, rep, fmt.Errorf("plot: no model has a plottable %s value (%d given, %d dropped)", o.Y, len(models), len(rep.Dropped))
@@ -86,7 +92,7 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		sort.SliceStable(s.Points, func(a, b int) bool { return s.Points[a].X < s.Points[b].X })
 		for _, p := range s.Points {
 			xmin, xmax = math.Min(xmin, p.X), math.Max(xmax, p.X)
-			ymin, ymax = math.Min(ymin, p.Y), math.Max(ymax, p.Y)
+			ymin, ymax = math.Min(ymin, p.Lo), math.Max(ymax, p.Hi)
 			rep.Points++
 		}
 	}
@@ -176,6 +182,22 @@ func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
 			}
 		}
 		c.StrokeLines(draw.LineStyle{Color: s.Colour, Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(1.5), vg.Points(3)}}, pts)
+	}
+
+	// Error bars (with caps), obstacles for the labels like the lines.
+	for _, s := range b.series {
+		for _, p := range s.Points {
+			if p.Lo == p.Hi {
+				continue
+			}
+			x, y0, y1 := tx(p.X), ty(p.Lo), ty(p.Hi)
+			st := draw.LineStyle{Color: s.Colour, Width: vg.Points(1)}
+			capW := vg.Points(3.5)
+			c.StrokeLine2(st, x, y0, x, y1)
+			c.StrokeLine2(st, x-capW, y0, x+capW, y0)
+			c.StrokeLine2(st, x-capW, y1, x+capW, y1)
+			segs = append(segs, segment{float64(x), float64(y0), float64(x), float64(y1)})
+		}
 	}
 
 	// Labels: measure, then place.

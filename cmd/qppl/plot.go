@@ -20,6 +20,7 @@ func plotFlags() []cli.Flag {
 		&cli.StringFlag{Name: "x", Value: "bpw", Usage: "x axis: bpw (decoder bits per weight) or vram"},
 		&cli.StringFlag{Name: "y", Value: "ppl", Usage: "y axis: ppl, kld, or kld-dist (per-model KLD distribution)"},
 		&cli.BoolFlag{Name: "logy", Usage: "logarithmic y axis"},
+		&cli.BoolFlag{Name: "errorbars", Usage: "draw 95% intervals: PPL window bootstrap (else ±1.96 SE), KLD ±1.96 SE"},
 		&cli.StringFlag{Name: "title", Usage: "chart title"},
 		&cli.StringFlag{Name: "subtitle", Usage: `chart subtitle (default: "<dataset>, <windows> × <ctx> tokens")`},
 		&cli.Float64Flag{Name: "max-x", Usage: "do not plot results beyond this x value"},
@@ -34,17 +35,18 @@ func plotFlags() []cli.Flag {
 // plotOptions reads the plot flags.
 func plotOptions(c *cli.Context) (plots.Options, error) {
 	o := plots.Options{
-		X:        plots.XAxis(c.String("x")),
-		Y:        plots.YAxis(c.String("y")),
-		LogY:     c.Bool("logy"),
-		Title:    c.String("title"),
-		Subtitle: c.String("subtitle"),
-		MaxX:     c.Float64("max-x"),
-		MaxY:     c.Float64("max-y"),
-		Mask:     plots.ParseMask(c.String("mask")),
-		Width:    vg.Length(c.Float64("width")) * vg.Inch,
-		Height:   vg.Length(c.Float64("height")) * vg.Inch,
-		DPI:      c.Int("dpi"),
+		X:         plots.XAxis(c.String("x")),
+		Y:         plots.YAxis(c.String("y")),
+		LogY:      c.Bool("logy"),
+		ErrorBars: c.Bool("errorbars"),
+		Title:     c.String("title"),
+		Subtitle:  c.String("subtitle"),
+		MaxX:      c.Float64("max-x"),
+		MaxY:      c.Float64("max-y"),
+		Mask:      plots.ParseMask(c.String("mask")),
+		Width:     vg.Length(c.Float64("width")) * vg.Inch,
+		Height:    vg.Length(c.Float64("height")) * vg.Inch,
+		DPI:       c.Int("dpi"),
 	}
 	switch o.X {
 	case plots.XBPW, plots.XVRAM:

@@ -35,6 +35,7 @@ type Backend struct {
 	devs    []*devState
 	headDev int
 	closed  bool
+	broken  error // a failed grow left the buffers unusable
 }
 
 var (
@@ -74,6 +75,7 @@ type devState struct {
 	top          device.Ptr
 	topCap       int
 	xaSrc        device.Ptr // fp32 buffer whose plain cast xa currently holds (0: none)
+	active       bool       // holds per-window buffers
 }
 
 // New loads the model described by m onto devs (layers split in order by
@@ -151,7 +153,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	}
 	Q, KV, I := spec.Heads*spec.HeadDim, spec.KVHeads*spec.HeadDim, spec.Intermediate
 	in.act = int64(T) * (int64(3*C*4) + int64(max(C, Q, I)*odt.Size()) + int64(2*Q*4) + int64(2*KV*4) + int64(2*I*4) + 4 + int64(spec.HeadDim*4))
-	R := min(opt.HeadRows, T)
+	R := opt.HeadRows
 	in.logits = int64(R)*int64(V)*8 + int64(R)*(4*3+4*16)
 
 	names := make([]string, len(devs))
@@ -253,51 +255,70 @@ func allocCopy(d device.Device, data []byte) (device.Ptr, error) {
 }
 
 func (b *Backend) allocBuffers(ds *devState, dp DevicePlan, in planInput) error {
-	s := b.spec
-	T, C := b.opt.MaxTokens, s.Hidden
-	Q, KV, I, D := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.Intermediate, s.HeadDim
-	d := ds.d
-	var err error
-	a := func(p *device.Ptr, n int64) {
-		if err == nil {
-			*p, err = d.Alloc(max(n, 1))
-			if err != nil {
-				err = fmt.Errorf("cuda: %s: allocating %d bytes: %w", d.Name(), n, err)
-			}
-		}
-	}
-	t := int64(T)
 	if dp.Scratch > 0 {
-		a(&ds.scratch, dp.Scratch)
+		p, err := ds.d.Alloc(dp.Scratch)
+		if err != nil {
+			return fmt.Errorf("cuda: %s: scratch of %d bytes: %w", ds.d.Name(), dp.Scratch, err)
+		}
+		ds.scratch = p
 	}
-	a(&ds.x, t*int64(C)*4)
-	a(&ds.h, t*int64(C)*4)
-	a(&ds.proj, t*int64(C)*4)
-	a(&ds.xa, t*int64(max(C, Q, I)*b.odt.Size()))
-	a(&ds.q, t*int64(Q)*4)
-	a(&ds.att, t*int64(Q)*4)
-	a(&ds.k, t*int64(KV)*4)
-	a(&ds.v, t*int64(KV)*4)
-	a(&ds.gate, t*int64(I)*4)
-	a(&ds.up, t*int64(I)*4)
-	a(&ds.ids, t*4)
-	a(&ds.cos, t*int64(D/2)*4)
-	a(&ds.sin, t*int64(D/2)*4)
-	if dp.HoldsHead {
-		R, V := int64(min(b.opt.HeadRows, T)), int64(s.Vocab)
-		a(&ds.logits, R*V*4)
-		a(&ds.base, R*V*4)
-		a(&ds.targets, R*4)
-		a(&ds.nll, R*4)
-		a(&ds.kl, R*4)
-		ds.topCap = 16
-		a(&ds.top, R*int64(ds.topCap)*4)
-	}
-	if err != nil {
+	ds.active = true
+	if err := b.allocAct(ds); err != nil {
 		return err
 	}
-	// RoPE tables in float64 from arch's inv_freq, rounded once to fp32.
-	inv := s.RopeInvFreq()
+	if !dp.HoldsHead {
+		return nil
+	}
+	s := b.spec
+	R, V := int64(b.opt.HeadRows), int64(s.Vocab)
+	ds.topCap = 16
+	for _, a := range []struct {
+		p *device.Ptr
+		n int64
+	}{{&ds.logits, R * V * 4}, {&ds.base, R * V * 4}, {&ds.targets, R * 4}, {&ds.nll, R * 4}, {&ds.kl, R * 4}, {&ds.top, R * int64(ds.topCap) * 4}} {
+		p, err := ds.d.Alloc(a.n)
+		if err != nil {
+			return fmt.Errorf("cuda: %s: allocating %d bytes: %w", ds.d.Name(), a.n, err)
+		}
+		*a.p = p
+	}
+	return nil
+}
+
+// actBuffers lists the per-window buffers of a device with their sizes for
+// windows of T tokens.
+func (b *Backend) actBuffers(ds *devState, T int) []struct {
+	p *device.Ptr
+	n int64
+} {
+	s := b.spec
+	C, Q, KV, I, D := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.Intermediate, s.HeadDim
+	t := int64(T)
+	return []struct {
+		p *device.Ptr
+		n int64
+	}{
+		{&ds.x, t * int64(C) * 4}, {&ds.h, t * int64(C) * 4}, {&ds.proj, t * int64(C) * 4},
+		{&ds.xa, t * int64(max(C, Q, I)*b.odt.Size())},
+		{&ds.q, t * int64(Q) * 4}, {&ds.att, t * int64(Q) * 4}, {&ds.k, t * int64(KV) * 4}, {&ds.v, t * int64(KV) * 4},
+		{&ds.gate, t * int64(I) * 4}, {&ds.up, t * int64(I) * 4}, {&ds.ids, t * 4},
+		{&ds.cos, t * int64(D/2) * 4}, {&ds.sin, t * int64(D/2) * 4},
+	}
+}
+
+// allocAct allocates the per-window buffers for b.opt.MaxTokens tokens and
+// uploads the RoPE tables (computed in float64 from arch's inv_freq,
+// rounded once to fp32).
+func (b *Backend) allocAct(ds *devState) error {
+	T, D := b.opt.MaxTokens, b.spec.HeadDim
+	for _, a := range b.actBuffers(ds, T) {
+		p, err := ds.d.Alloc(max(a.n, 1))
+		if err != nil {
+			return fmt.Errorf("cuda: %s: allocating %d bytes of activations: %w", ds.d.Name(), a.n, err)
+		}
+		*a.p = p
+	}
+	inv := b.spec.RopeInvFreq()
 	cs, sn := make([]float32, T*D/2), make([]float32, T*D/2)
 	for p := 0; p < T; p++ {
 		for j := 0; j < D/2; j++ {
@@ -305,10 +326,46 @@ func (b *Backend) allocBuffers(ds *devState, dp DevicePlan, in planInput) error 
 			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)), float32(math.Sin(ang))
 		}
 	}
-	if err := d.CopyIn(ds.cos, f32Bytes(cs)); err != nil {
+	if err := ds.d.CopyIn(ds.cos, f32Bytes(cs)); err != nil {
 		return err
 	}
-	return d.CopyIn(ds.sin, f32Bytes(sn))
+	return ds.d.CopyIn(ds.sin, f32Bytes(sn))
+}
+
+// grow reallocates the per-window buffers of every device for windows of T
+// tokens (a window longer than Options.MaxTokens).
+func (b *Backend) grow(T int) error {
+	if T <= b.opt.MaxTokens {
+		return nil
+	}
+	if b.opt.Log != nil {
+		fmt.Fprintf(b.opt.Log, "%s: growing the per-window buffers from %d to %d tokens\n", b.opt.Name, b.opt.MaxTokens, T)
+	}
+	for _, ds := range b.devs {
+		if !ds.active {
+			continue
+		}
+		for _, a := range b.actBuffers(ds, 0) {
+			if *a.p != 0 {
+				if err := ds.d.Free(*a.p); err != nil {
+					return err
+				}
+				*a.p = 0
+			}
+		}
+	}
+	b.opt.MaxTokens = T
+	for _, ds := range b.devs {
+		if !ds.active {
+			continue
+		}
+		if err := b.allocAct(ds); err != nil {
+			b.broken = fmt.Errorf("%w (window of %d tokens; the memory plan was made for windows of %d)", err, T, b.plan.MaxTokens)
+			return b.broken
+		}
+		ds.xaSrc = 0
+	}
+	return nil
 }
 
 // free releases every allocation (errors are ignored: devices are closed

@@ -216,14 +216,17 @@ func (b *Backend) check(w backends.Window) error {
 	if b.closed {
 		return fmt.Errorf("%s: backend is closed", b.opt.Name)
 	}
+	if b.broken != nil {
+		return fmt.Errorf("%s: backend unusable after a failed buffer reallocation: %w", b.opt.Name, b.broken)
+	}
 	T := len(w.Tokens)
 	if T == 0 {
 		return fmt.Errorf("%s: window %d is empty", b.opt.Name, w.Index)
 	}
-	if T > b.opt.MaxTokens {
-		return fmt.Errorf("%s: window %d has %d tokens, the backend was planned for at most %d (raise --ctx / MaxTokens)", b.opt.Name, w.Index, T, b.opt.MaxTokens)
-	}
 	if err := b.spec.CheckContext(T); err != nil {
+		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+	}
+	if err := b.grow(T); err != nil {
 		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
 	}
 	for p, id := range w.Tokens {
@@ -284,13 +287,13 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 			return backends.Scores{}, err
 		}
 		hd.top = 0
-		p, err := d.Alloc(int64(min(b.opt.HeadRows, b.opt.MaxTokens)) * int64(req.TopK) * 4)
+		p, err := d.Alloc(int64(b.opt.HeadRows) * int64(req.TopK) * 4)
 		if err != nil {
 			return backends.Scores{}, fmt.Errorf("%s: top-%d buffer: %w", b.opt.Name, req.TopK, err)
 		}
 		hd.top, hd.topCap = p, req.TopK
 	}
-	R := min(b.opt.HeadRows, b.opt.MaxTokens)
+	R := b.opt.HeadRows
 	row := make([]float64, V)
 	for r0 := lo; r0 < hi; r0 += R {
 		if err := ctx.Err(); err != nil {
@@ -412,7 +415,7 @@ func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emi
 		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
 	}
 	hd := b.devs[b.headDev]
-	R := min(b.opt.HeadRows, b.opt.MaxTokens)
+	R := b.opt.HeadRows
 	buf := make([]byte, R*V*4)
 	lp := make([]float64, V)
 	for r0 := from; r0 < T; r0 += R {

@@ -125,3 +125,58 @@ func TestPlanDoesNotFit(t *testing.T) {
 		t.Errorf("--gpu-split above free memory: %v", err)
 	}
 }
+
+// TestGrowBeyondMaxTokens: a window longer than the planned MaxTokens
+// reallocates the per-window buffers and scores like a backend planned for
+// it; a device too small for the larger buffers gives an error, not a crash.
+func TestGrowBeyondMaxTokens(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := backendtest.WriteModel(dir, "mistral", 1); err != nil {
+		t.Fatal(err)
+	}
+	m := openModel(t, dir)
+	toks := testTokens(70, backendtest.Vocab, 5)
+	w := backends.Window{Tokens: toks, First: 1}
+	var scores [][]float64
+	for _, mt := range []int{16, 70} {
+		var log bytes.Buffer
+		b, err := New(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", MaxTokens: mt, HeadRows: 32, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := b.Score(context.Background(), w, backends.Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mt == 16 && !strings.Contains(log.String(), "growing the per-window buffers from 16 to 70") {
+			t.Errorf("no growth note:\n%s", log.String())
+		}
+		scores = append(scores, s.NLL)
+		b.Close()
+	}
+	for i := range scores[0] {
+		if math.Float64bits(scores[0][i]) != math.Float64bits(scores[1][i]) {
+			t.Fatalf("target %d: grown %v, planned %v", i, scores[0][i], scores[1][i])
+		}
+	}
+	// a device with room for the plan at 16 tokens but not for 4000
+	probe, err := New(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", MaxTokens: 16, HeadRows: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := probe.Plan().Devices[0].Total()
+	probe.Close()
+	small := emuDevices(t, 1, need+1000)
+	b, err := New(m, small, Options{Name: "emu", MaxTokens: 16, HeadRows: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	long := backends.Window{Tokens: testTokens(4000, backendtest.Vocab, 6), First: 1}
+	if _, err := b.Score(context.Background(), long, backends.Request{}); err == nil || !strings.Contains(err.Error(), "out of device memory") {
+		t.Fatalf("long window on a small device: %v", err)
+	}
+	if _, err := b.Score(context.Background(), w, backends.Request{}); err == nil || !strings.Contains(err.Error(), "unusable") {
+		t.Fatalf("after a failed growth: %v", err)
+	}
+}

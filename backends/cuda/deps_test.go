@@ -1,0 +1,45 @@
+package cuda
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestNoGPUInDefaultBuild: the default build of qppl never links
+// gorgonia.org/cu (its init exits without a GPU), and with -tags cuda only
+// backends/cuda/gpu imports it.
+func TestNoGPUInDefaultBuild(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("go tool not found: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "github.com/qppl/qppl/cmd/qppl").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "gorgonia.org/cu") || p == "github.com/qppl/qppl/backends/cuda/gpu" {
+			t.Errorf("default build of cmd/qppl depends on %s", p)
+		}
+	}
+	out, err = exec.Command(goTool, "list", "-tags", "cuda", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/qppl/qppl/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -tags cuda: %v\n%s", err, out)
+	}
+	importers := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, "gorgonia.org/cu") {
+				if f[0] != "github.com/qppl/qppl/backends/cuda/gpu" {
+					t.Errorf("%s imports %s; only backends/cuda/gpu may", f[0], imp)
+				}
+				importers++
+			}
+		}
+	}
+	if importers == 0 {
+		t.Error("no package imports gorgonia.org/cu with -tags cuda (expected backends/cuda/gpu)")
+	}
+}

@@ -131,6 +131,13 @@ func Read(path string) (*Contents, error) {
 	return c, err
 }
 
+// Parse parses journal bytes held in memory (name is used in messages),
+// exactly as Read parses a file.
+func Parse(data []byte, name string) (*Contents, error) {
+	c, _, err := parse(bytes.NewReader(data), int64(len(data)), name)
+	return c, err
+}
+
 // Append writes one record and fsyncs it.
 func (j *Journal) Append(payload []byte) error {
 	if len(payload) > MaxRecord {
@@ -216,7 +223,7 @@ func readFrame(sr *io.SectionReader, off, size int64, name string) (payload []by
 		return nil, 0, true, nil
 	}
 	p := make([]byte, ln)
-	if _, err := sr.ReadAt(p, off+8); err != nil {
+	if _, err := sr.ReadAt(p, off+8); err != nil && ln > 0 { // an empty read at the end is EOF
 		return nil, 0, false, fmt.Errorf("journal %s: %w", name, err)
 	}
 	if crc32.Checksum(p, castagnoli) != sum {

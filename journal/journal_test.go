@@ -198,3 +198,23 @@ func TestOpenBusy(t *testing.T) {
 	}
 	j2.Close()
 }
+
+// Empty records (and an empty identity) are valid, also as the last frame
+// of the file (found by FuzzRead: an empty read at the end is EOF).
+func TestEmptyRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.journal")
+	rs := [][]byte{[]byte("a"), {}, {}}
+	writeJournal(t, path, nil, rs)
+	c, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Identity) != 0 || !equalRecords(c.Records, rs) || c.Torn != 0 {
+		t.Fatalf("got %+v", c)
+	}
+	j, got, err := Open(path, nil)
+	if err != nil || !equalRecords(got, rs) {
+		t.Fatalf("Open: %q, %v", got, err)
+	}
+	j.Close()
+}

@@ -41,6 +41,7 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp or hf-strided"},
 		&cli.StringFlag{Name: "kld-mode", Aliases: []string{"kl-mode"}, Usage: "KL coverage: scored (every scored position; default) or compare_q (all positions of the first --kld-rows windows)"},
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode (fewer when the run has fewer, as compare_q)"},
+		&cli.StringFlag{Name: "kld-base", Usage: "existing base log-probs (qppl eval --save-logits, or llama-perplexity --kl-divergence-base) instead of a base model (compare_q's -lf)"},
 		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: "f32", Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement statistic (< 2: none)"},
 		&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
@@ -137,6 +138,39 @@ func runCompare(c *cli.Context) error {
 	fmt.Fprintf(stderr, "data: %s, %d tokens (sha256 %s), %d windows of %d (method %s), %d scored tokens\n",
 		data.Info.Source, data.Info.NumTokens, data.Info.TokensHash[:12], len(data.Windows), data.Info.Ctx, data.Info.Method, compare.ScoredTokens(data.Windows))
 
+	var external string
+	var externalKey string
+	if kb := c.String("kld-base"); kb != "" {
+		if models[0].Base {
+			return usageErr(fmt.Errorf("--kld-base %s and the base model %q (%s): give one", kb, models[0].Label, models[0].Source))
+		}
+		st, err := compare.OpenStore(kb)
+		if err != nil {
+			return usageErr(err)
+		}
+		h := st.Header()
+		st.Close()
+		if h.DataSpecHash != "" && h.DataSpecHash != data.Hash {
+			return usageErr(fmt.Errorf("--kld-base %s was made for data spec %s (method %s, ctx %d, stride %d, rows %d), this run's is %s: use the same data options", kb, h.DataSpecHash[:12], h.Method, h.Ctx, h.Stride, h.Rows, data.Hash[:12]))
+		}
+		if c.IsSet("kld-mode") && string(h.KLMode) != data.KLMode {
+			return usageErr(fmt.Errorf("--kld-mode %s, but --kld-base %s holds KL mode %s", data.KLMode, kb, h.KLMode))
+		}
+		data.KLMode = string(h.KLMode)
+		// The key must identify the content: the store's own key when it
+		// records data and model hashes, else the file's sha256.
+		if h.DataSpecHash != "" && h.ModelHash != "" {
+			externalKey = "store-" + h.Key()
+		} else {
+			fmt.Fprintf(stderr, "hashing %s (it records no model hash)\n", kb)
+			sum, err := compare.HashFiles([]string{kb})
+			if err != nil {
+				return err
+			}
+			externalKey = "file-" + sum
+		}
+		external = kb
+	}
 	ev := &cliEvaluator{
 		backend:  backendOptions{Name: c.String("backend"), Precision: c.String("precision")},
 		storeDir: filepath.Join(cacheDir, "base"),
@@ -144,16 +178,18 @@ func runCompare(c *cli.Context) error {
 		topK:     c.Int("top-k"),
 		progress: stderr,
 	}
-	if data.KLMode == string(compare.KLCompareQ) {
+	if data.KLMode == string(compare.KLCompareQ) && external == "" {
 		ev.klRows = min(c.Int("kld-rows"), len(data.Windows))
 	}
+	ev.externalKey, ev.externalPath = externalKey, external
 	if models[0].Base && models[0].OutLogits != "" {
 		ev.storeDir = models[0].OutLogits
 	}
 	rs, err := suite.Run(c.Context, data, models, ev, suite.Options{
-		Cache:   &suite.Cache{Dir: cacheDir},
-		NoCache: c.Bool("no-cache"),
-		Log:     stderr,
+		Cache:        &suite.Cache{Dir: cacheDir},
+		NoCache:      c.Bool("no-cache"),
+		Log:          stderr,
+		ExternalBase: externalKey,
 	})
 	if err != nil {
 		return err
@@ -335,6 +371,8 @@ type cliEvaluator struct {
 	topK     int
 	klRows   int // KL windows in compare_q mode
 	progress io.Writer
+	// externalKey names the --kld-base file externalPath.
+	externalKey, externalPath string
 }
 
 func (e *cliEvaluator) Engine() string {
@@ -355,6 +393,9 @@ func (e *cliEvaluator) Engine() string {
 }
 
 func (e *cliEvaluator) storePath(key string) string {
+	if key != "" && key == e.externalKey {
+		return e.externalPath
+	}
 	return filepath.Join(e.storeDir, key+".qlp")
 }
 

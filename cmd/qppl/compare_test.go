@@ -231,6 +231,40 @@ func TestCompareMatchesEval(t *testing.T) {
 	}
 }
 
+// TestCompareKLDBase compares against an existing base store (compare_q's
+// -lf): the same KL statistics as a run with the base model.
+func TestCompareKLDBase(t *testing.T) {
+	dir, base, bf16, text := cmpFixtures(t)
+	data := []string{"--text", text, "--ctx", "32", "--stride", "16", "--rows", "4"}
+	store := filepath.Join(dir, "base.lp")
+	if code, _, errs := cmpRun(t, dir, append([]string{"eval", "--model", base, "--save-logits", store, "--logits-format", "f32"}, data...)...); code != 0 {
+		t.Fatalf("eval base: exit %d %s", code, errs)
+	}
+	withBase, ext := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	if code, _, errs := cmpRun(t, dir, append([]string{"compare", "--base", base, "--model", bf16, "--label", "Q", "--cache-dir", filepath.Join(dir, "c1"), "--json", withBase}, data...)...); code != 0 {
+		t.Fatalf("compare with base: exit %d %s", code, errs)
+	}
+	code, _, errs := cmpRun(t, dir, append([]string{"compare", "--kld-base", store, "--model", bf16, "--label", "Q", "--cache-dir", filepath.Join(dir, "c2"), "--json", ext}, data...)...)
+	if code != 0 {
+		t.Fatalf("compare --kld-base: exit %d %s", code, errs)
+	}
+	a, _ := suite.LoadResults(withBase)
+	b, _ := suite.LoadResults(ext)
+	qa, qb := a.Results[1], b.Results[0]
+	if b.Base != "" || len(b.Results) != 1 || qb.KLD == nil || qa.KLD.Mean != qb.KLD.Mean || qa.KLD.Percentiles != qb.KLD.Percentiles || qa.PPL != qb.PPL {
+		t.Errorf("--kld-base KLD %+v, with base %+v", qb.KLD, qa.KLD)
+	}
+	// A store for other data is refused before evaluating.
+	code, _, errs = cmpRun(t, dir, "compare", "--kld-base", store, "--model", bf16, "--text", text, "--ctx", "32", "--stride", "8", "--rows", "4", "--cache-dir", filepath.Join(dir, "c2"))
+	if code != exitUsage || !strings.Contains(errs, "was made for data spec") {
+		t.Errorf("other data: exit %d %s", code, errs)
+	}
+	code, _, errs = cmpRun(t, dir, append([]string{"compare", "--kld-base", store, "--base", base, "--model", bf16}, data...)...)
+	if code != exitUsage || !strings.Contains(errs, "give one") {
+		t.Errorf("both bases: exit %d %s", code, errs)
+	}
+}
+
 func TestCompareSpecFiles(t *testing.T) {
 	dir, base, bf16, text := cmpFixtures(t)
 	ds := filepath.Join(dir, "data.json")

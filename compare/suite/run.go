@@ -42,6 +42,11 @@ type Options struct {
 	Log     io.Writer // one line per model (cached or evaluated); nil: none
 	// ModelHash hashes a model directory; nil: compare.ModelHash.
 	ModelHash func(dir string) (string, error)
+	// ExternalBase, when set, is the key of existing base log-probs (a
+	// `qppl eval --save-logits` store or llama.cpp's --kl-divergence-base
+	// file, compare_q's -lf): no base model is run and every model gets KL
+	// statistics against it. It must identify the file's content.
+	ExternalBase string
 }
 
 // Run evaluates models (ordered by OrderModels: the base, when any, first)
@@ -77,14 +82,21 @@ func Run(ctx context.Context, data *Data, models []ModelSpec, ev Evaluator, o Op
 		}
 	}
 	baseKey := ""
+	external := o.ExternalBase != ""
+	if hasBase && external {
+		return nil, fmt.Errorf("compare: base model %q and external base log-probs: give one", models[0].Label)
+	}
 	if hasBase {
 		baseKey = BaseStoreKey(data.Hash, data.KLMode, hashes[0], engine)
+	}
+	if external {
+		baseKey = o.ExternalBase
 	}
 	keys := make([]string, len(models))
 	cached := make([]*compare.Result, len(models))
 	for i, m := range models {
 		k := ResultKey{DataSpecHash: data.Hash, ModelHash: hashes[i], Engine: engine}
-		if hasBase && !m.Base {
+		if (hasBase && !m.Base) || external {
 			k.KLMode, k.BaseKey = data.KLMode, baseKey
 		}
 		keys[i] = k.String()
@@ -115,6 +127,8 @@ func Run(ctx context.Context, data *Data, models []ModelSpec, ev Evaluator, o Op
 	rs := &ResultSet{Format: FormatResultSet, DataSpec: data.Spec, Data: data.Info, DataSpecHash: data.Hash, TokensHash: data.Info.TokensHash}
 	if hasBase {
 		rs.Base = models[0].Label
+	}
+	if hasBase || external {
 		rs.KLMode = data.KLMode
 	}
 	for i, m := range models {
@@ -127,6 +141,9 @@ func Run(ctx context.Context, data *Data, models []ModelSpec, ev Evaluator, o Op
 			if hasBase {
 				job.SaveBase = i == 0
 				job.UseBase = i > 0
+			}
+			if external {
+				job.UseBase = true
 			}
 			logf("%s: evaluating %s", m.Label, m.ModelDir)
 			var err error

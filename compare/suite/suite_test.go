@@ -311,6 +311,31 @@ func TestRunCache(t *testing.T) {
 
 func ptr(v float64) *float64 { return &v }
 
+func TestRunExternalBase(t *testing.T) {
+	d := testData(t)
+	hash := func(dir string) (string, error) { return "h-" + dir, nil }
+	ev := &fakeEval{stores: map[string]bool{"ext-1": true}, engine: "e"}
+	cache := &Cache{Dir: t.TempDir()}
+	models := []ModelSpec{{ModelDir: "q", Label: "Q"}, {ModelDir: "r", Label: "R"}}
+	rs, err := Run(context.Background(), d, models, ev, Options{ModelHash: hash, Cache: cache, ExternalBase: "ext-1"})
+	if err != nil || len(ev.calls) != 2 || rs.Base != "" || rs.KLMode != "scored" || rs.Results[0].KLD == nil {
+		t.Fatalf("external base: %+v %v", rs, err)
+	}
+	// Another base file is another key: evaluated again.
+	ev2 := &fakeEval{stores: map[string]bool{"ext-2": true}, engine: "e"}
+	if _, err := Run(context.Background(), d, models, ev2, Options{ModelHash: hash, Cache: cache, ExternalBase: "ext-2"}); err != nil || len(ev2.calls) != 2 {
+		t.Errorf("other base file: calls %v err %v", ev2.calls, err)
+	}
+	ev3 := &fakeEval{stores: map[string]bool{"ext-1": true}, engine: "e"}
+	if _, err := Run(context.Background(), d, models, ev3, Options{ModelHash: hash, Cache: cache, ExternalBase: "ext-1"}); err != nil || len(ev3.calls) != 0 {
+		t.Errorf("same base file: calls %v err %v", ev3.calls, err)
+	}
+	base := append([]ModelSpec{{ModelDir: "b", Label: "B", Base: true}}, models...)
+	if _, err := Run(context.Background(), d, base, ev3, Options{ModelHash: hash, ExternalBase: "ext-1"}); err == nil || !strings.Contains(err.Error(), "give one") {
+		t.Errorf("both bases: %v", err)
+	}
+}
+
 // badEval returns results that Run must refuse.
 type badEval struct {
 	fakeEval

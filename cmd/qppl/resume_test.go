@@ -307,3 +307,33 @@ func TestRunRecoversPanic(t *testing.T) {
 type panicWriter struct{}
 
 func (panicWriter) Write([]byte) (int, error) { panic("boom") }
+
+// A damaged journal and a journal held by another process are refused
+// (exit 2) with the file named; nothing is evaluated into them.
+func TestResumeCorruptOrBusyJournal(t *testing.T) {
+	model, tokens := evalFixture(t, 5, 60)
+	rd := filepath.Join(t.TempDir(), "run")
+	args := []string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--stride", "8", "--run-dir", rd}
+	mustRun(t, args...)
+	c, err := journal.Read(journalPath(rd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := journal.Open(journalPath(rd), c.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runQPPL(t, args...)
+	j.Close()
+	want := "qppl: --run-dir " + rd + ": journal: in use by another process: " + journalPath(rd) + " (is the same run still going, or started twice?)\n"
+	if code != 2 || stderr != want {
+		t.Errorf("busy journal: exit %d\n got %q\nwant %q", code, stderr, want)
+	}
+	b, _ := os.ReadFile(journalPath(rd))
+	b[len(b)-len(c.Records[len(c.Records)-1])-20] ^= 0x40 // inside the second-to-last record
+	os.WriteFile(journalPath(rd), b, 0o644)
+	code, _, stderr = runQPPL(t, args...)
+	if want := "qppl: --run-dir " + rd + ": journal: corrupt: " + journalPath(rd) + ": checksum mismatch in record at byte "; code != 2 || !strings.HasPrefix(stderr, want) {
+		t.Errorf("corrupt journal: exit %d\n got %q\nwant %q…", code, stderr, want)
+	}
+}

@@ -118,6 +118,10 @@ func runCompare(c *cli.Context) error {
 		return usageErr(fmt.Errorf("compare: %w", err))
 	}
 
+	if kb := c.String("kld-base"); kb != "" && models[0].Base {
+		return usageErr(fmt.Errorf("--kld-base %s and the base model %q (%s): give one", kb, models[0].Label, models[0].Source))
+	}
+
 	cacheDir := c.String("cache-dir")
 	data, err := suite.Prepare(spec, suite.PrepareOptions{CacheDir: cacheDir, ResolveDataset: func(string) (string, error) {
 		res, err := hub.ResolveWikiText(c.Context, hub.WikiTextOptions{Progress: stderr})
@@ -141,9 +145,6 @@ func runCompare(c *cli.Context) error {
 	var external string
 	var externalKey string
 	if kb := c.String("kld-base"); kb != "" {
-		if models[0].Base {
-			return usageErr(fmt.Errorf("--kld-base %s and the base model %q (%s): give one", kb, models[0].Label, models[0].Source))
-		}
 		st, err := compare.OpenStore(kb)
 		if err != nil {
 			return usageErr(err)

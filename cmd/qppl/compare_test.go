@@ -263,6 +263,10 @@ func TestCompareKLDBase(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "give one") {
 		t.Errorf("both bases: exit %d %s", code, errs)
 	}
+	// Refused before anything was prepared: no cache in the working directory.
+	if _, err := os.Stat(".qppl-cache"); err == nil {
+		t.Error("a refused command created .qppl-cache in the working directory")
+	}
 }
 
 func TestCompareSpecFiles(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // version is set with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes (documented in README.md).
+// Exit codes (documented in docs/runs.md and README.md).
 const (
 	exitOK        = 0
 	exitError     = 1   // evaluation error

@@ -113,7 +113,8 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	models, err = suite.OrderModels(models, nil)
+	// compare_q's -mask selects the models to run (the base always runs).
+	models, err = suite.OrderModels(models, plots.ParseMask(c.String("mask")))
 	if err != nil {
 		return usageErr(fmt.Errorf("compare: %w", err))
 	}

@@ -290,6 +290,11 @@ func TestCompareSpecFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// --mask selects the models to run, as compare_q's -mask; the base stays.
+	code, out, errs = cmpRun(t, dir, "compare", "-d", ds, "-m", ms, "--cache-dir", filepath.Join(dir, "c"), "--mask", "nothing-matches", "--json", filepath.Join(dir, "m.json"))
+	if m, err := suite.LoadResults(filepath.Join(dir, "m.json")); code != 0 || err != nil || len(m.Results) != 1 || m.Results[0].Label != "FP32" {
+		t.Errorf("mask: exit %d %v %s", code, err, errs)
+	}
 	// The out_logits model runs first; its store lives in out_logits.
 	if rs.Base != "FP32" || rs.Results[0].Label != "FP32" || rs.Results[1].BPWLayer != 15.5 || rs.DataSpec == nil || rs.DataSpec.MaxRows != 3 {
 		t.Errorf("result set %+v", rs)

@@ -1,16 +1,106 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/fixtures"
+	"github.com/qppl/qppl/fixtures/quantizer"
 )
 
-// STUB: replaced by the owner of the "demo" command.
+// demoScheme is one quantization of the demo model and its plot label
+// (first word = format family, so each family gets one colour).
+type demoScheme struct{ scheme, label string }
+
+// demoSchemes are the formats the demo compares, from most to fewest bits.
+var demoSchemes = []demoScheme{
+	{"W8A16", "INT8 W8A16 channel"},
+	{"FP8-DYNAMIC", "FP8 dynamic"},
+	{"W8A8", "INT8 W8A8"},
+	{"W4A16-G32", "INT4 W4A16 g32"},
+	{"W4A16", "INT4 W4A16 g128"},
+	{"GPTQ", "GPTQ int4 g128"},
+	{"AWQ", "AWQ int4 g128"},
+	{"NVFP4A16", "NVFP4 W4A16"},
+	{"NVFP4", "NVFP4 W4A4"},
+	{"MXFP4", "MXFP4 W4A16"},
+}
+
 func newDemoCmd() *cli.Command {
 	return &cli.Command{
-		Name:   "demo",
-		Usage:  "(not implemented yet)",
-		Action: func(*cli.Context) error { return errors.New("demo: not implemented yet") },
+		Name:  "demo",
+		Usage: "write an embedded fixture model, quantize it in several formats and compare them (no download)",
+		Description: `The main job end to end on data that ships inside the binary: a small
+Llama-architecture model (BF16, bigram-initialised on the embedded demo text)
+is written to --out, quantized with every format of the demo table, and
+every quantization is evaluated with the reference backend on the embedded
+text, with KL divergence against the BF16 base. It prints the table of
+bits per weight, perplexity and KLD and writes results.json and kld.png.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "directory for the models, results and plot (default: a new temporary directory)"},
+			&cli.IntFlag{Name: "ctx", Value: 256, Usage: "window length"},
+			&cli.IntFlag{Name: "stride", Value: 128, Usage: "window stride"},
+			&cli.IntFlag{Name: "rows", Value: 32, Usage: "at most this many windows (0 = all)"},
+			&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
+		},
+		Action: runDemo,
 	}
+}
+
+// runDemo builds the demo inputs, then runs exactly what a user would type:
+// qppl compare --base BASE --model Q --label L ... --text demo.txt.
+func runDemo(c *cli.Context) error {
+	stderr := c.App.ErrWriter
+	dir := c.String("out")
+	if dir == "" {
+		d, err := os.MkdirTemp("", "qppl-demo-")
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(stderr, "demo: writing models and results to %s\n", dir)
+
+	o, err := fixtures.Defaults("mistral")
+	if err != nil {
+		return err
+	}
+	// Big enough for group-128 formats, small enough for a quick float64 run.
+	o.Hidden, o.Intermediate, o.HeadDim, o.DType = 128, 384, 32, checkpoint.BF16
+	base := filepath.Join(dir, "base-bf16")
+	if err := fixtures.Write(base, o); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	text := filepath.Join(dir, "demo.txt")
+	if err := os.WriteFile(text, []byte(fixtures.DemoText()), 0o644); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+
+	args := []string{"qppl", "compare",
+		"--base", base, "--base-label", "BF16 base",
+		"--text", text,
+		"--ctx", strconv.Itoa(c.Int("ctx")), "--stride", strconv.Itoa(c.Int("stride")), "--rows", strconv.Itoa(c.Int("rows")),
+		"--backend", c.String("backend"),
+		"--cache-dir", filepath.Join(dir, "cache"),
+		"--json", filepath.Join(dir, "results.json"),
+		"--plot", filepath.Join(dir, "kld.png"), "--y", "kld",
+		"--title", "qppl demo: embedded fixture, KL divergence vs bits per weight",
+	}
+	for _, s := range demoSchemes {
+		out := filepath.Join(dir, strings.ToLower(s.scheme))
+		if err := quantizer.Quantize(base, out, s.scheme, quantizer.Options{Seed: 1}); err != nil {
+			return fmt.Errorf("demo: quantizing %s: %w", s.scheme, err)
+		}
+		args = append(args, "--model", out, "--label", s.label)
+	}
+	fmt.Fprintf(stderr, "demo: %s\n", shellQuote(args))
+	return newApp(c.App.Reader, c.App.Writer, c.App.ErrWriter).Run(args)
 }

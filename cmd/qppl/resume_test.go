@@ -99,9 +99,9 @@ func mustRun(t *testing.T, args ...string) string {
 	return stdout
 }
 
-// resumeTokens makes 999 windows of 16 tokens (about a millisecond each)
-// in the kill and signal tests.
-const resumeTokens = 1015
+// resumeTokens makes 599 windows of 16 tokens (about a millisecond each)
+// in the kill test.
+const resumeTokens = 615
 
 // A run killed with SIGKILL at random points (seeded delays) and resumed
 // gives a JSON bit-identical, timing aside, to an uninterrupted run.

@@ -103,6 +103,22 @@ func TestCompareEndToEnd(t *testing.T) {
 		t.Error("cached result set differs")
 	}
 
+	// --no-cache evaluates again: the same numbers, bit for bit (timing aside).
+	code, _, errs = cmpRun(t, dir, append(args, "--no-cache", "--json", filepath.Join(dir, "again.json"))...)
+	again, err := suite.LoadResults(filepath.Join(dir, "again.json"))
+	if code != 0 || err != nil || strings.Count(errs, "evaluating") != 2 {
+		t.Fatalf("--no-cache: exit %d %v %s", code, err, errs)
+	}
+	for i := range again.Results {
+		x, y := again.Results[i], rs.Results[i]
+		x.Timing, y.Timing = nil, nil
+		a, _ := json.Marshal(x)
+		b, _ := json.Marshal(y)
+		if !bytes.Equal(a, b) {
+			t.Errorf("re-evaluation of %s differs:\n%s\n%s", x.Label, a, b)
+		}
+	}
+
 	// Gate against itself: pass (exit 0) with an all-ok table.
 	code, out, errs = cmpRun(t, dir, append(args, "--baseline", res)...)
 	if code != 0 || !strings.Contains(out, "regression gate") || strings.Contains(out, "REGRESSED") {
@@ -158,6 +174,10 @@ func TestCompareEndToEnd(t *testing.T) {
 		t.Errorf("other data: exit %d %s", code, errs)
 	}
 
+	// Two result files with the same labels cannot share a chart.
+	if code, _, errs := cmpRun(t, dir, "plot", res, res, "--out", filepath.Join(dir, "x.svg")); code != exitUsage || !strings.Contains(errs, "relabel one of them") {
+		t.Errorf("duplicate labels: exit %d %s", code, errs)
+	}
 	// qppl plot on the result file, SVG, kld-dist.
 	svg := filepath.Join(dir, "d.svg")
 	code, _, errs = cmpRun(t, dir, "plot", res, "--out", svg, "--y", "kld-dist")

@@ -146,7 +146,7 @@ func distChart(models []Model, o Options, th theme) (*chart, Report, error) {
 
 	title := o.Title
 	if title == "" {
-		title = "KL divergence distribution per model"
+		title = DefaultTitle(o.X, o.Y)
 	}
 	h := vg.Length(float64(len(rows))*0.42+2.6) * vg.Inch
 	if h < 5*vg.Inch {

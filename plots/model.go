@@ -58,6 +58,22 @@ const (
 	LabelPPL  = "Perplexity"
 )
 
+// DefaultTitle is the title of a chart without Options.Title, e.g. "KL
+// divergence vs bits per weight".
+func DefaultTitle(x XAxis, y YAxis) string {
+	if y == YKLDDist {
+		return "KL divergence distribution per model"
+	}
+	ys := map[YAxis]string{YPPL: "Perplexity", YKLD: "KL divergence"}[y]
+	if ys == "" {
+		ys = "Perplexity"
+	}
+	if x == XVRAM {
+		return ys + " vs VRAM"
+	}
+	return ys + " vs bits per weight"
+}
+
 // Subtitle formats compare_q's subtitle: "wikitext2, 20 × 2048 tokens",
 // followed by any extra parts (", "-joined).
 func Subtitle(dataset string, windows, ctx int, extra ...string) string {

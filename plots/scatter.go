@@ -126,8 +126,7 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 
 	title := o.Title
 	if title == "" {
-		title = fmt.Sprintf("%s vs %s", map[YAxis]string{YPPL: "Perplexity", YKLD: "KL divergence"}[o.Y],
-			map[XAxis]string{XBPW: "bits per weight", XVRAM: "VRAM"}[o.X])
+		title = DefaultTitle(o.X, o.Y)
 	}
 	ch := &chart{title: title, subtitle: o.Subtitle, plot: p, ylabel: ylabel, height: 8 * vg.Inch, body: sc}
 	for _, s := range fams {

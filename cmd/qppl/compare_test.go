@@ -182,7 +182,8 @@ func TestCompareEndToEnd(t *testing.T) {
 	svg := filepath.Join(dir, "d.svg")
 	code, _, errs = cmpRun(t, dir, "plot", res, "--out", svg, "--y", "kld-dist")
 	data, _ := os.ReadFile(svg)
-	if code != 0 || !bytes.Contains(data, []byte("BF16 rounded")) || !strings.Contains(errs, "F32 base: KL reference") {
+	if code != 0 || !bytes.Contains(data, []byte("BF16 rounded")) || !strings.Contains(errs, "F32 base: KL reference") ||
+		!bytes.Contains(data, []byte(">base: KL divergence distribution per model<")) {
 		t.Errorf("plot: exit %d %s", code, errs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -114,6 +115,19 @@ func savePlot(path string, sets []*suite.ResultSet, names []string, o plots.Opti
 				fmt.Fprintf(stderr, "qppl: warning: %s was evaluated on other data than %s; its points are not comparable\n", names[len(names)-1], names[0])
 				break
 			}
+		}
+	}
+	if o.Title == "" && len(sets) == 1 && sets[0].Base != "" {
+		// Name the chart after the base model: "<dir>: <default title>".
+		if r, ok := sets[0].Find(sets[0].Base); ok && r.Model != "" {
+			x, y := o.X, o.Y
+			if x == "" {
+				x = plots.XBPW
+			}
+			if y == "" {
+				y = plots.YPPL
+			}
+			o.Title = filepath.Base(filepath.Clean(r.Model)) + ": " + plots.DefaultTitle(x, y)
 		}
 	}
 	rep, err := plots.Save(path, models, o)

@@ -1,9 +1,12 @@
 package quant
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/qppl/qppl/checkpoint"
 )
 
 // Worked examples of ../shared/specs/formats.md, byte for byte.
@@ -223,4 +226,45 @@ func TestSpecAWQExample(t *testing.T) {
 			}
 		}
 	}
+}
+
+// unionSrc reads tensors from a checkpoint.File first, then from a memSrc.
+type unionSrc struct {
+	f *checkpoint.File
+	m *memSrc
+}
+
+func (u unionSrc) Tensor(n string) (checkpoint.TensorInfo, bool) {
+	if ti, ok := u.f.Tensor(n); ok {
+		return ti, true
+	}
+	return u.m.Tensor(n)
+}
+func (u unionSrc) ReadRaw(n string) ([]byte, error) {
+	if _, ok := u.f.Tensor(n); ok {
+		return u.f.ReadRaw(n)
+	}
+	return u.m.ReadRaw(n)
+}
+func (u unionSrc) Names() []string { return append(u.f.Names(), u.m.Names()...) }
+
+// §5: the safetensors example file (N = 80, the packed word of §2.1) read by
+// checkpoint.Open and decoded with the §2.1 scale.
+func TestSpecSafetensorsExample(t *testing.T) {
+	hdr := `{"layer.weight_packed":{"dtype":"I32","shape":[1,1],"data_offsets":[0,4]}}`
+	if len(hdr) != 74 {
+		t.Fatalf("header is %d bytes, spec says 74", len(hdr))
+	}
+	file := append([]byte{0x50, 0, 0, 0, 0, 0, 0, 0}, hdr+"      "...)
+	file = append(file, 0x10, 0x87, 0xA9, 0xFE)
+	f, err := checkpoint.Open(bytes.NewReader(file), int64(len(file)), "example.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustScheme(t, ctJSON(FormatPackQuantized, intArgs(4, "group", 8, true), ""))
+	src := unionSrc{f, newMem().
+		add("layer.weight_scale", "BF16", []int{1, 1}, []byte{0x00, 0x3F}).
+		add("layer.weight_shape", "I64", []int{2}, i64s(1, 8))}
+	_, w := decode(t, s, src, "layer")
+	sameBits(t, "W", w, []float64{-4, -3.5, -0.5, 0, 0.5, 1, 3, 3.5})
 }

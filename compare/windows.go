@@ -102,7 +102,7 @@ func Windows(tokens []int32, o WindowOptions) ([]backends.Window, error) {
 			return nil, fmt.Errorf("stride %d: must be >= 1", stride)
 		}
 		if n-o.Ctx <= 0 {
-			return nil, fmt.Errorf("ctx %d is larger than the token stream minus one (%d tokens): no window fits (compare_q needs n > ctx)", o.Ctx, n)
+			return nil, fmt.Errorf("ctx %d needs more than %d tokens, but the token stream has %d: no window fits (%s windows need n > ctx)", o.Ctx, o.Ctx, n, o.Method)
 		}
 		// for a in range(0, n - ctx, stride): the window ending exactly at
 		// n is excluded, as Python's range excludes its stop.

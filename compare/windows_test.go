@@ -111,7 +111,7 @@ func TestWindowsErrors(t *testing.T) {
 		o    WindowOptions
 		want string
 	}{
-		{2048, WindowOptions{Method: MethodCompareQ, Ctx: 2048, Stride: 512}, "ctx 2048 is larger than the token stream"},
+		{2048, WindowOptions{Method: MethodCompareQ, Ctx: 2048, Stride: 512}, "ctx 2048 needs more than 2048 tokens, but the token stream has"},
 		{4000, WindowOptions{Method: MethodCompareQ, Ctx: 2048, Stride: 0}, "stride 0"},
 		{4000, WindowOptions{Method: MethodCompareQ, Ctx: 2048, Stride: 512, Rows: 5}, "rows 5 is beyond the token stream: 4000 tokens give only 4 compare_q windows"},
 		{1000, WindowOptions{Method: MethodLlamaCpp, Ctx: 512}, "at least 2*ctx = 1024"},

@@ -130,7 +130,7 @@ func TestEvalUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--tokens", bad, "--ctx", "2", "--stride", "1"}, "token 600 (position 2) is outside the model's vocabulary [0, 512)"},
-		{[]string{"--tokens", tokens, "--ctx", "100", "--stride", "8"}, "ctx 100 is larger than the token stream"},
+		{[]string{"--tokens", tokens, "--ctx", "100", "--stride", "8"}, "ctx 100 needs more than 100 tokens, but the token stream has 100"},
 		{[]string{"--tokens", tokens, "--ctx", "16", "--stride", "0"}, "--stride 0"},
 		{[]string{"--tokens", tokens, "--ctx", "16", "--stride", "8", "--rows", "50"}, "rows 50 is beyond the token stream"},
 		{[]string{"--tokens", tokens, "--text", tokens}, "exactly one of"},

@@ -193,7 +193,7 @@ func TestUserMistakes(t *testing.T) {
 		{"malformed tokenizer.json", evalArgs(badTok, "--text", text, "--ctx", "16"), 2, "qppl: eval: tokenizer ROOT/badtok/tokenizer.json: invalid JSON: unexpected end of JSON input\n"},
 		{"vocab size mismatch", evalArgs(vocabMismatch, "--ctx", "16"), 2, "qppl: eval: ROOT/vocab/tokenizer.json has 1024 token ids but config.json's vocab_size is 512: the tokenizer does not belong to this model\n"},
 		{"token id >= vocab", evalArgs(good, "--tokens", badTokens, "--ctx", "4", "--stride", "1"), 2, "qppl: eval: ROOT/bad.i32: token 700 (position 3) is outside the model's vocabulary [0, 512)\n"},
-		{"ctx larger than the stream", evalArgs(good, "--ctx", "100"), 2, "qppl: ctx 100 is larger than the token stream minus one (80 tokens): no window fits (compare_q needs n > ctx)\n"},
+		{"ctx larger than the stream", evalArgs(good, "--ctx", "100"), 2, "qppl: ctx 100 needs more than 100 tokens, but the token stream has 80: no window fits (compare_q windows need n > ctx)\n"},
 		{"stride 0", evalArgs(good, "--ctx", "16", "--stride", "0"), 2, "qppl: eval: --stride 0: must be >= 1\n"},
 		{"rows beyond the stream", evalArgs(good, "--ctx", "16", "--stride", "8", "--rows", "50"), 2, "qppl: rows 50 is beyond the token stream: 80 tokens give only 8 compare_q windows of ctx 16 stride 8\n"},
 		{"unsupported architecture", evalArgs(arch, "--ctx", "16"), 2, "qppl: invalid config: ROOT/arch/config.json: unsupported model_type \"gpt_neox\" (supported: llama, mistral, qwen2, qwen3)\n"},

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -23,7 +24,9 @@ func TestNoGPUInDefaultBuild(t *testing.T) {
 			t.Errorf("default build of cmd/qppl depends on %s", p)
 		}
 	}
-	out, err = exec.Command(goTool, "list", "-tags", "cuda", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/qppl/qppl/...").CombinedOutput()
+	cmd := exec.Command(goTool, "list", "-tags", "cuda", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/qppl/qppl/...")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1") // the gpu package is cgo
+	out, err = cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -tags cuda: %v\n%s", err, out)
 	}

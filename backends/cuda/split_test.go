@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -66,6 +67,9 @@ func TestMultiDeviceSplit(t *testing.T) {
 			mem = 1 << 30
 		}
 		d, err := emu.New(emu.Options{Name: "small", MemBytes: mem, CheckGuards: true})
+		if errors.Is(err, emu.ErrNoCgo) {
+			t.Skip(err)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/backends/cuda/emu"
 	"github.com/qppl/qppl/fixtures"
 )
 
 func TestVerifyCommand(t *testing.T) {
+	if _, err := emu.New(emu.Options{}); errors.Is(err, emu.ErrNoCgo) {
+		t.Skip(err)
+	}
 	o, err := fixtures.Defaults("qwen2")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -33,6 +34,9 @@ func setup(t *testing.T, archName, prec string) (backends.Backend, backends.Back
 	}
 	t.Cleanup(func() { ref.Close() })
 	d, err := emu.New(emu.Options{Name: "emu:0", CheckGuards: true})
+	if errors.Is(err, emu.ErrNoCgo) {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ package emu
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -17,6 +18,10 @@ import (
 
 	"github.com/qppl/qppl/backends/cuda/device"
 )
+
+// ErrNoCgo is what New returns in binaries built without cgo (see
+// nocgo.go); with cgo it is never returned.
+var ErrNoCgo = errors.New("emu: this binary was built without cgo (CGO_ENABLED=0); the kernel emulator needs a C++ compiler and cgo")
 
 // guard is the number of NaN-filled bytes on each side of an allocation.
 const guard = 256

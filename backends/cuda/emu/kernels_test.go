@@ -1,3 +1,5 @@
+//go:build cgo
+
 package emu
 
 // Per-kernel tests of backends/cuda/kernels run through the emulator against

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/internal/oracle"
 )
 
@@ -154,5 +155,33 @@ func TestTinyWT2Mistral(t *testing.T) {
 	t.Logf("tiny-wt2-mistral: %d tokens, mean NLL %.6f, PPL %.4f (uniform ln V = %.4f)", len(sc.NLL), mean, math.Exp(mean), uniform)
 	if math.IsNaN(mean) || math.IsInf(mean, 0) || mean > uniform-3 {
 		t.Errorf("mean NLL %v: not finite or not far below ln V = %v", mean, uniform)
+	}
+}
+
+// TestFixturesMatchOracle runs the default fixture of every architecture
+// (package fixtures: bigram-fitted embeddings, F32, qwen3 head_dim 32 ≠
+// hidden/heads) through New and the oracle.
+func TestFixturesMatchOracle(t *testing.T) {
+	for _, a := range fixtures.Architectures() {
+		t.Run(a, func(t *testing.T) {
+			o, err := fixtures.Defaults(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := fixtures.Write(dir, o); err != nil {
+				t.Fatal(err)
+			}
+			b, m := openBackend(t, dir)
+			toks := randomTokens(40, o.Vocab, 8)
+			got := allLogProbs(t, b, toks)
+			want, err := oracle.LogProbs(m.Config, m.ReadFloat64, toks, oracle.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, p, v := maxAbsDiff(got, want); d > 1e-12 {
+				t.Errorf("max |reference - oracle| = %g at pos %d id %d", d, p, v)
+			}
+		})
 	}
 }

@@ -97,11 +97,20 @@ func split(names []string, free, budget []int64, in planInput) (*Plan, error) {
 	for i := range p.Devices {
 		p.Devices[i] = DevicePlan{Name: names[i], Free: free[i], Budget: budget[i]}
 	}
-	fixed := func(i int) int64 { return in.act + in.scratch } // once a device holds a layer
+	// Device 0 always holds the embedding and the per-window buffers (the
+	// embedding gather writes there); any other device gets per-window
+	// buffers and a scratch once it holds a layer (or the head).
+	fixed := func(i int) int64 {
+		if i == 0 {
+			return in.scratch
+		}
+		return in.act + in.scratch
+	}
 	dev := 0
 	used := make([]int64, n)
-	used[0] = in.embedBytes
+	used[0] = in.embedBytes + in.act
 	p.Devices[0].Embed = in.embedBytes
+	p.Devices[0].Activations = in.act
 	started := make([]bool, n)
 	for l, lb := range in.layerBytes {
 		for {
@@ -138,7 +147,7 @@ func split(names []string, free, budget []int64, in planInput) (*Plan, error) {
 		if h != 0 {
 			need += in.tiedExtra
 		}
-		if !started[h] {
+		if !started[h] && h != 0 {
 			need += in.act
 		}
 		hs := max(in.headScratch-p.Devices[h].Scratch, 0)

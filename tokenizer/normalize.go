@@ -155,7 +155,34 @@ func (r *replaceNormalizer) normalize(s string) string {
 
 type unicodeNormalizer struct{ f norm.Form }
 
-func (u unicodeNormalizer) normalize(s string) string { return u.f.String(s) }
+// normalize applies the form as HF does: characters HF's (older) Unicode
+// data does not know are inert starters, so the text is normalized in the
+// runs between them and they are copied unchanged.
+func (u unicodeNormalizer) normalize(s string) string {
+	var b strings.Builder
+	start := 0
+	for i := 0; i < len(s); {
+		if s[i] < 0xDF { // below U+07FD: the fast path
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if isNormInert(r) {
+			if b.Len() == 0 {
+				b.Grow(len(s))
+			}
+			b.WriteString(u.f.String(s[start:i]))
+			b.WriteString(s[i : i+n])
+			start = i + n
+		}
+		i += n
+	}
+	if start == 0 {
+		return u.f.String(s)
+	}
+	b.WriteString(u.f.String(s[start:]))
+	return b.String()
+}
 
 type lowercaseNormalizer struct{}
 

@@ -70,9 +70,9 @@ func class(s string, i int) (uint8, int) {
 	}
 	r, n := utf8.DecodeRuneInString(s[i:])
 	switch {
-	case unicode.IsLetter(r):
+	case isLetter(r):
 		return cL, n
-	case unicode.IsNumber(r):
+	case isNumber(r):
 		return cN, n
 	case unicode.IsSpace(r):
 		return cS, n

@@ -20,8 +20,22 @@
 //
 // The GPT-2, Llama-3 and Qwen2 split regexes (which use look-ahead) run on
 // a hand-written scanner checked against github.com/dlclark/regexp2; any
-// other regex runs on regexp2. Text is processed as UTF-8; invalid bytes in
-// the input are replaced by U+FFFD first (a Python str cannot hold them).
+// other regex runs on regexp2. SentencePiece-style models (no
+// pre-tokenizer: the whole text is one word) are cut before each U+2581
+// when the vocabulary proves no merge can cross it, which keeps them linear
+// and cached. Text is processed as UTF-8; invalid bytes in the input are
+// replaced by U+FFFD first (a Python str cannot hold them).
+//
+// Unicode versions: HF classifies \p{L}/\p{N} with Unicode 16 and
+// normalizes with Unicode 9 data, Go's tables are Unicode 15; unicodever.go
+// bridges both differences (measured over every code point against the HF
+// library). Patterns that fall back to regexp2 and the Lowercase,
+// StripAccents and Punctuation components use Go's tables as they are.
+//
+// Behaviour follows HF tokenizers 0.23 (the version of the goldens in
+// ../shared), including its quirks: normalized added tokens are shown in
+// normalized form by IDToToken/Decode, the byte-fallback unk ordering, the
+// Metaspace decoder dropping every U+2581 of the first token.
 //
 // Failure: Load and FromJSON return an error naming the file and the
 // problem for malformed or unsupported files (unknown component type, a

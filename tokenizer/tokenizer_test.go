@@ -543,3 +543,15 @@ func TestDuplicateIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestMetaspaceDecoderQuirk: HF drops every U+2581 of the first token, not
+// only the leading one (checked against HF tokenizers 0.23.2).
+func TestMetaspaceDecoderQuirk(t *testing.T) {
+	toks := []string{"▁▁a▁", "▁b"}
+	if got := strings.Join(metaspaceDecoder{repl: '▁', scheme: prependAlways}.decode(toks), ""); got != "a b" {
+		t.Errorf("always: %q", got)
+	}
+	if got := strings.Join(metaspaceDecoder{repl: '▁', scheme: prependNever}.decode(toks), ""); got != "  a  b" {
+		t.Errorf("never: %q", got)
+	}
+}

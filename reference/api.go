@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -16,10 +17,9 @@ import (
 
 // Options configures the reference backend.
 type Options struct {
-	// Threads is a parallelism hint. gonum's Dgemm always uses
-	// runtime.GOMAXPROCS(0) workers, so set GOMAXPROCS to limit threads;
-	// the value here is currently only validated (>= 0). Results do not
-	// depend on the number of threads.
+	// Threads is the number of goroutines running the matrix products and
+	// the attention heads; 0 means runtime.GOMAXPROCS(0). Results are
+	// bit-identical for every value.
 	Threads int
 }
 
@@ -53,10 +53,10 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
 	}
-	return newBackend(m.Config, checkpointSource{m: m, scheme: scheme})
+	return newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
 }
 
-func newBackend(cfg *checkpoint.Config, src source) (*Backend, error) {
+func newBackend(cfg *checkpoint.Config, src source, threads int) (*Backend, error) {
 	spec, err := arch.For(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
@@ -64,6 +64,10 @@ func newBackend(cfg *checkpoint.Config, src source) (*Backend, error) {
 	mod, err := bind(spec, src)
 	if err != nil {
 		return nil, err
+	}
+	mod.threads = threads
+	if mod.threads <= 0 {
+		mod.threads = runtime.GOMAXPROCS(0)
 	}
 	return &Backend{m: mod}, nil
 }

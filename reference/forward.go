@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -17,20 +18,20 @@ import (
 // of T tokens.
 type workspace struct {
 	T        int
-	x        []float64 // [T][C] residual stream
-	h        []float64 // [T][C] normed input of the current block; final norm output at the end
-	xin      []float64 // [T][max(C,H·D,I)] copy of a Linear's input for activation quantization
-	q        []float64 // [T][H·D]
-	k, v     []float64 // [T][KV·D]
-	att      []float64 // [T][H·D] attention output before o_proj
-	proj     []float64 // [T][C] o_proj / down_proj output
-	gate, up []float64 // [T][I]
-	scores   []float64 // [T][T] one head's scores, then probabilities
-	cos, sin []float64 // [T][D/2] RoPE tables
-	w        []float64 // [out·in] decoded weight of the current Linear
-	head     []float64 // [V][C] decoded untied lm_head (nil when tied)
-	wblock   []float64 // [vocabBlock][C] decoded block of a tied head
-	logits   []float64 // [headChunk][V]
+	x        []float64   // [T][C] residual stream
+	h        []float64   // [T][C] normed input of the current block; final norm output at the end
+	xin      []float64   // [T][max(C,H·D,I)] copy of a Linear's input for activation quantization
+	q        []float64   // [T][H·D]
+	k, v     []float64   // [T][KV·D]
+	att      []float64   // [T][H·D] attention output before o_proj
+	proj     []float64   // [T][C] o_proj / down_proj output
+	gate, up []float64   // [T][I]
+	scores   [][]float64 // per attention worker: [T][T] one head's scores, then probabilities
+	cos, sin []float64   // [T][D/2] RoPE tables
+	w        []float64   // [out·in] decoded weight of the current Linear
+	head     []float64   // [V][C] decoded untied lm_head (nil when tied)
+	wblock   []float64   // [vocabBlock][C] decoded block of a tied head
+	logits   []float64   // [headChunk][V]
 }
 
 // headChunk is the number of positions whose logits are materialised at
@@ -59,7 +60,12 @@ func (ws *workspace) ensure(m *model, T int) {
 	ws.proj = grow(ws.proj, T*d.C)
 	ws.gate = grow(ws.gate, T*d.I)
 	ws.up = grow(ws.up, T*d.I)
-	ws.scores = grow(ws.scores, T*T)
+	if len(ws.scores) != max(1, min(m.threads, d.H)) {
+		ws.scores = make([][]float64, max(1, min(m.threads, d.H)))
+	}
+	for i := range ws.scores {
+		ws.scores[i] = grow(ws.scores[i], T*T)
+	}
 	ws.cos = grow(ws.cos, T*d.D/2)
 	ws.sin = grow(ws.sin, T*d.D/2)
 	ws.w = grow(ws.w, m.scratch)
@@ -125,7 +131,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		}
 		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
 		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
-		attention(ws, T, d)
+		m.attention(ws, T)
 		if err := m.linear(ws, l.o, l.bo, ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err
 		}
@@ -179,7 +185,7 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 	if err := l.Dequantize(w); err != nil {
 		return fmt.Errorf("reference: %s: %w", l.Module(), err)
 	}
-	gemmNT(T, outW, inW, x, inW, w, inW, out, outW)
+	gemmNT(m.threads, T, outW, inW, x, inW, w, inW, out, outW)
 	if bias != nil {
 		for t := 0; t < T; t++ {
 			row := out[t*outW : (t+1)*outW]
@@ -191,9 +197,46 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 	return nil
 }
 
-// gemmNT computes c[m][n] = a[m][k] · b[n][k]ᵀ with gonum's Dgemm.
-func gemmNT(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+// Tiles of gemmNT: at most 64 rows and 192 columns, so that gonum's Dgemm
+// takes its serial path for every tile (one full-length dot product per
+// element, summed in index order). A result therefore depends neither on the
+// tiling nor on the number of threads.
+const (
+	tileM = 32
+	tileN = 128
+)
+
+// gemmNT computes c[m][n] = a[m][k] · b[n][k]ᵀ as tiles of gonum Dgemm
+// calls spread over `threads` goroutines (tile t goes to worker t mod
+// threads).
+func gemmNT(threads, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	tm, tn := (m+tileM-1)/tileM, (n+tileN-1)/tileN
+	tiles := tm * tn
+	work := func(w, stride int) {
+		for t := w; t < tiles; t += stride {
+			j0, i0 := (t/tm)*tileN, (t%tm)*tileM
+			mm, nn := min(tileM, m-i0), min(tileN, n-j0)
+			gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, mm, nn, k, 1,
+				a[i0*lda:], lda, b[j0*ldb:], ldb, 0, c[i0*ldc+j0:], ldc)
+		}
+	}
+	threads = min(threads, tiles)
+	if threads <= 1 || m*n*k < 1<<16 {
+		work(0, 1)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(w, threads)
+		}()
+	}
+	wg.Wait()
 }
 
 // gemmNN computes c[m][n] = a[m][k] · b[k][n] with gonum's Dgemm.
@@ -238,41 +281,64 @@ func rope(x, cos, sin []float64, T, heads, D int) {
 
 // attention computes causal grouped-query attention: for each query head h
 // (key/value head g = h/(H/KV)), att_h = softmax(q_h·k_gᵀ/sqrt(D), causal)·v_g.
-// Row blocks of 64 queries only compute the key columns they can see.
-func attention(ws *workspace, T int, d dims) {
+// Heads are spread over the workers (head h on worker h mod workers, each
+// with its own [T][T] score buffer); row blocks of 64 queries only compute
+// the key columns they can see. Each head's result is independent of the
+// number of workers.
+func (m *model) attention(ws *workspace, T int) {
+	d := m.dims
+	workers := min(m.threads, d.H)
+	if workers <= 1 {
+		for h := 0; h < d.H; h++ {
+			attendHead(ws, ws.scores[0][:T*T], h, T, d)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := w; h < d.H; h += workers {
+				attendHead(ws, ws.scores[w][:T*T], h, T, d)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// attendHead computes one head of attention into ws.att using scores [T][T].
+func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
 	hd, kvd := d.H*d.D, d.KV*d.D
-	group := d.H / d.KV
+	g := h / (d.H / d.KV)
 	scale := 1 / math.Sqrt(float64(d.D))
 	const rb = 64
-	for h := 0; h < d.H; h++ {
-		g := h / group
-		for r0 := 0; r0 < T; r0 += rb {
-			r1 := min(r0+rb, T)
-			n := r1 - r0
-			s := ws.scores[r0*T:]
-			gemmNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
-			for i := r0; i < r1; i++ {
-				row := ws.scores[i*T : i*T+r1]
-				mx := math.Inf(-1)
-				for j := 0; j <= i; j++ {
-					row[j] *= scale
-					mx = max(mx, row[j])
-				}
-				var sum float64
-				for j := 0; j <= i; j++ {
-					e := math.Exp(row[j] - mx)
-					row[j] = e
-					sum += e
-				}
-				for j := 0; j <= i; j++ {
-					row[j] /= sum
-				}
-				for j := i + 1; j < r1; j++ {
-					row[j] = 0
-				}
+	for r0 := 0; r0 < T; r0 += rb {
+		r1 := min(r0+rb, T)
+		n := r1 - r0
+		s := scores[r0*T:]
+		gemmNT(1, n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
+		for i := r0; i < r1; i++ {
+			row := scores[i*T : i*T+r1]
+			mx := math.Inf(-1)
+			for j := 0; j <= i; j++ {
+				row[j] *= scale
+				mx = max(mx, row[j])
 			}
-			gemmNN(n, d.D, r1, s, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
+			var sum float64
+			for j := 0; j <= i; j++ {
+				e := math.Exp(row[j] - mx)
+				row[j] = e
+				sum += e
+			}
+			for j := 0; j <= i; j++ {
+				row[j] /= sum
+			}
+			for j := i + 1; j < r1; j++ {
+				row[j] = 0
+			}
 		}
+		gemmNN(n, d.D, r1, s, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
 	}
 }
 
@@ -307,7 +373,7 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 					return fmt.Errorf("reference: tied head: %w", err)
 				}
 			}
-			gemmNT(n, v1-v0, d.C, ws.h[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
+			gemmNT(m.threads, n, v1-v0, d.C, ws.h[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
 		}
 		for i := 0; i < n; i++ {
 			row := ws.logits[i*d.V : (i+1)*d.V]

@@ -23,11 +23,11 @@ func (r rowsBase) LogProbs(i int, dst []float64) error {
 
 func TestScoreConsistency(t *testing.T) {
 	cfg := testConfigs()["mistral-mqa-untied"]
-	q, err := newBackend(cfg, randomWeights(cfg, 21))
+	q, err := newBackend(cfg, randomWeights(cfg, 21), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newBackend(cfg, randomWeights(cfg, 22))
+	p, err := newBackend(cfg, randomWeights(cfg, 22), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestTopKTies(t *testing.T) {
 
 func TestScoreErrors(t *testing.T) {
 	cfg := testConfigs()["llama-mha"]
-	b, err := newBackend(cfg, randomWeights(cfg, 1))
+	b, err := newBackend(cfg, randomWeights(cfg, 1), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

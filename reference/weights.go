@@ -123,6 +123,8 @@ type model struct {
 	spec    *arch.Spec
 	// vocabBlock is the number of head rows per Dgemm (see headRows).
 	vocabBlock int
+	// threads is the number of goroutines of the products and attention.
+	threads int
 }
 
 // bind opens every tensor of the model described by spec from src,

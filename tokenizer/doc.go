@@ -26,11 +26,12 @@
 // and cached. Text is processed as UTF-8; invalid bytes in the input are
 // replaced by U+FFFD first (a Python str cannot hold them).
 //
-// Unicode versions: HF classifies \p{L}/\p{N} with Unicode 16 and
-// normalizes with Unicode 9 data, Go's tables are Unicode 15; unicodever.go
-// bridges both differences (measured over every code point against the HF
-// library). Patterns that fall back to regexp2 and the Lowercase,
-// StripAccents and Punctuation components use Go's tables as they are.
+// Unicode versions: HF's regexes classify \p{L}/\p{N} with Unicode 16,
+// Rust's char methods (Digits, Lowercase) use Unicode 17 and HF's
+// normalizers Unicode 9 data, while Go's tables are Unicode 15;
+// unicodever.go bridges these differences (each checked over every code
+// point against the HF library). Patterns that fall back to regexp2 and
+// the StripAccents and Punctuation components use Go's tables as they are.
 //
 // Behaviour follows HF tokenizers 0.23 (the version of the goldens in
 // ../shared), including its quirks: normalized added tokens are shown in

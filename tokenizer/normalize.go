@@ -196,7 +196,7 @@ func (lowercaseNormalizer) normalize(s string) string {
 			b.WriteString("i\u0307")
 			continue
 		}
-		b.WriteRune(unicode.ToLower(r))
+		b.WriteRune(toLowerHF(r))
 	}
 	return b.String()
 }

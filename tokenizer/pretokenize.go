@@ -220,7 +220,7 @@ func (d digitsPre) split(p piece, emit func(piece)) {
 	if d.individual {
 		beh = isolated
 	}
-	splitSpans(p, charSpans(p.s, isNumber), beh, false, emit)
+	splitSpans(p, charSpans(p.s, isRustNumeric), beh, false, emit)
 }
 
 type prependScheme uint8

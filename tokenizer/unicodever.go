@@ -80,6 +80,40 @@ var hfNormInert = &unicode.RangeTable{
 // unknown starter while Go's would not.
 func isNormInert(r rune) bool { return r >= 0x7FD && unicode.Is(hfNormInert, r) }
 
+// rustNumeric17 and isRustNumeric are Rust's char::is_numeric (HF's Digits pre-tokenizer),
+// Unicode 17: the Unicode 16 numbers above plus Tolong Siki digits and
+// U+16FF4..U+16FF6 (measured over every code point with HF's Digits).
+var rustNumeric17 = &unicode.RangeTable{
+	R32: []unicode.Range32{{Lo: 0x11DE0, Hi: 0x11DE9, Stride: 1}, {Lo: 0x16FF4, Hi: 0x16FF6, Stride: 1}},
+}
+
+func isRustNumeric(r rune) bool { return isNumber(r) || unicode.Is(rustNumeric17, r) }
+
+// lowerRange maps [lo, hi] to lowercase by adding delta.
+type lowerRange struct{ lo, hi, delta rune }
+
+// lower17 holds the lowercase mappings of Rust's char::to_lowercase
+// (HF's Lowercase normalizer, Unicode 17) that Go's unicode.ToLower
+// (Unicode 15) lacks, measured over every code point with HF's Lowercase.
+var lower17 = [...]lowerRange{
+	{0x1C89, 0x1C89, 1}, {0xA7CB, 0xA7CB, 0x264 - 0xA7CB}, {0xA7CC, 0xA7CC, 1}, {0xA7CE, 0xA7CE, 1},
+	{0xA7D2, 0xA7D2, 1}, {0xA7D4, 0xA7D4, 1}, {0xA7DA, 0xA7DA, 1}, {0xA7DC, 0xA7DC, 0x19B - 0xA7DC},
+	{0x10D50, 0x10D65, 0x20}, {0x16EA0, 0x16EB8, 0x1B},
+}
+
+// toLowerHF is Rust's char::to_lowercase for the characters whose
+// lowercase is one character (all but U+0130, handled by the caller).
+func toLowerHF(r rune) rune {
+	if r >= 0x1C89 {
+		for _, m := range lower17 {
+			if r >= m.lo && r <= m.hi {
+				return r + m.delta
+			}
+		}
+	}
+	return unicode.ToLower(r)
+}
+
 // newerThanGo reports whether r is one of the characters above, which
 // regexp2 (on Go's tables) classifies differently from HF.
 func newerThanGo(r rune) bool { return unicode.Is(letters16, r) || unicode.Is(numbers16, r) }

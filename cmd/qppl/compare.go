@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,6 +51,7 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "plot", Usage: "also draw a chart to this file (.png, .svg, .pdf); see the plot flags"},
 		&cli.StringFlag{Name: "cache-dir", Value: suite.DefaultCacheDir, Usage: "result, token and base log-prob cache"},
 		&cli.BoolFlag{Name: "no-cache", Usage: "evaluate every model even when a cached result exists"},
+		&cli.StringFlag{Name: "run-dir", Usage: "journal every model's finished windows under DIR; the same command resumes an interrupted comparison (docs/runs.md)"},
 		&cli.StringFlag{Name: "baseline", Usage: "previous result set: exit 3 when a model regressed against it"},
 		&cli.StringFlag{Name: "max-ppl-increase", Value: "0.1%", Usage: "regression gate: allowed relative PPL increase"},
 		&cli.StringFlag{Name: "max-kld-increase", Value: "5%", Usage: "regression gate: allowed relative KLD increase"},
@@ -187,13 +189,39 @@ func runCompare(c *cli.Context) error {
 	if models[0].Base && models[0].OutLogits != "" {
 		ev.storeDir = models[0].OutLogits
 	}
-	rs, err := suite.Run(c.Context, data, models, ev, suite.Options{
+	so := suite.Options{
 		Cache:        &suite.Cache{Dir: cacheDir},
 		NoCache:      c.Bool("no-cache"),
 		Log:          stderr,
 		ExternalBase: externalKey,
-	})
+	}
+	runDir := c.String("run-dir")
+	if runDir != "" {
+		hashes, hashFn, err := modelHashes(models)
+		if err != nil {
+			return err
+		}
+		id := &compareIdentity{Data: data.Info, DataSpecHash: data.Hash, Windows: len(data.Windows), KLMode: data.KLMode,
+			Engine: ev.Engine(), ExternalBase: externalKey}
+		rd, err := openCompareRunDir(runDir, id, models, hashes, stderr)
+		if err != nil {
+			return err
+		}
+		defer rd.close()
+		ev.runs = rd
+		so.ModelHash = hashFn
+		if models[0].Base && models[0].OutLogits == "" {
+			if ev.storeDir, err = rd.modelDir(models[0]); err != nil {
+				return err
+			}
+		}
+	}
+	rs, err := suite.Run(c.Context, data, models, ev, so)
 	if err != nil {
+		var ie *interruptedError
+		if runDir != "" && c.Context.Err() != nil && !errors.As(err, &ie) {
+			err = &interruptedError{err: err, runDir: runDir, note: "every finished window is saved under " + runDir}
+		}
 		return err
 	}
 	writeResultTable(stdout, rs)
@@ -375,6 +403,8 @@ type cliEvaluator struct {
 	progress io.Writer
 	// externalKey names the --kld-base file externalPath.
 	externalKey, externalPath string
+	// runs, when set (--run-dir), journals every model's windows.
+	runs *compareRunDir
 }
 
 func (e *cliEvaluator) Engine() string {
@@ -430,14 +460,30 @@ func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Res
 	d := job.Data
 	klMode := compare.KLMode(d.KLMode)
 	runner := &compare.Runner{Backend: be, Windows: d.Windows, TopK: e.topK, Progress: &compare.Progress{W: e.progress}}
+
+	// Run directory: the model's journal; the base's store reused when
+	// complete, else the base evaluated again from its first window.
+	var rd *runDir
+	var done []compare.WindowResult
+	saveBase := job.SaveBase
+	if e.runs != nil {
+		if rd, err = e.openModelRun(job, info.Name, info.Precision, rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format, &saveBase); err != nil {
+			return r, err
+		}
+		defer rd.close()
+		done = rd.done
+		runner.Skip = compare.SkipFunc(done, compare.Shard{})
+		runner.OnWindow = rd.append
+	}
+
 	var store *compare.Store
 	var writer *compare.StoreWriter
-	if job.SaveBase || job.UseBase {
+	if saveBase || job.UseBase {
 		if err := os.MkdirAll(e.storeDir, 0o755); err != nil {
 			return r, fmt.Errorf("base log-prob store: %w", err)
 		}
 	}
-	if job.SaveBase {
+	if saveBase {
 		layout, err := compare.StoreLayout(d.Windows, klMode, e.klRows)
 		if err != nil {
 			return r, usageErr(err)
@@ -466,8 +512,16 @@ func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Res
 		runner.Base = store
 	}
 	start := time.Now()
-	wrs, err := runner.Run(ctx)
+	fresh, err := runner.Run(ctx)
 	if err != nil {
+		if rd != nil && ctx.Err() != nil {
+			ie := &interruptedError{err: err, runDir: e.runs.dir, done: len(done) + len(fresh), total: len(d.Windows)}
+			ie.note = fmt.Sprintf("%d of %d windows are saved in %s", ie.done, ie.total, journalPath(rd.dir))
+			if saveBase {
+				ie.note = "the base model's log-prob store was not finished: resuming evaluates the base model again from its first window"
+			}
+			return r, ie
+		}
 		return r, err
 	}
 	if writer != nil {
@@ -475,6 +529,7 @@ func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Res
 			return r, err
 		}
 	}
+	wrs := append(slices.Clip(done), fresh...)
 	r, err = compare.Reduce(wrs, compare.ReduceOptions{Method: compare.Method(d.Info.Method), KLMode: d.KLMode, TopK: e.topK})
 	if err != nil {
 		return r, err
@@ -494,9 +549,74 @@ func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Res
 	if secs > 0 {
 		var tok int64
 		for _, w := range d.Windows {
-			tok += int64(len(w.Tokens))
+			if runner.Skip == nil || !runner.Skip(w.Index) {
+				tok += int64(len(w.Tokens))
+			}
 		}
 		r.Timing = &compare.Timing{Seconds: secs, TokensPerSec: float64(tok) / secs}
 	}
 	return r, nil
+}
+
+// openModelRun opens job's journal in the run directory. For the base model
+// (*saveBase) a complete log-prob store with a complete journal is reused
+// (*saveBase becomes false: nothing is evaluated); otherwise its journal is
+// discarded and the base runs again from its first window, writing the
+// store, since a store that was not finished cannot be continued.
+func (e *cliEvaluator) openModelRun(job suite.Job, backend, precision string, bpwLayer, bpwHead, vram float64, format string, saveBase *bool) (*runDir, error) {
+	sub, err := e.runs.modelDir(job.Model)
+	if err != nil {
+		return nil, err
+	}
+	d := job.Data
+	id := &runIdentity{
+		Version: identityVersion, Command: "compare",
+		Model: job.Model.ModelDir, ModelHash: job.ModelHash, Label: job.Model.Label, Backend: backend, Precision: precision,
+		Data: d.Info, DataSpecHash: d.Hash, Windows: len(d.Windows),
+		TopK: e.topK, BPWLayer: bpwLayer, BPWHead: bpwHead, VRAMGB: vram, Format: format,
+	}
+	if job.SaveBase || job.UseBase {
+		id.KLMode, id.KLBaseKey, id.KLBaseFormat = d.KLMode, job.BaseKey, string(e.encoding)
+		if job.UseBase && job.BaseKey == e.externalKey {
+			id.KLBaseFormat = "external"
+		}
+	}
+	rd, err := openRunDir(sub, id, d.Windows)
+	if err != nil {
+		return nil, err
+	}
+	label := job.Model.Label
+	if *saveBase {
+		if len(rd.done) == len(d.Windows) && e.HasBase(job.BaseKey) {
+			*saveBase = false
+			fmt.Fprintf(e.runs.log, "qppl: %s: reusing its finished windows (%s) and complete log-prob store (%s)\n", label, journalPath(sub), e.storePath(job.BaseKey))
+			return rd, nil
+		}
+		if p := e.storePath(job.BaseKey); e.runs.contains(p) {
+			if n, err := removeStaleTemps(p); err != nil {
+				rd.close()
+				return nil, err
+			} else if n > 0 {
+				fmt.Fprintf(e.runs.log, "qppl: %s: removed the unfinished log-prob store an interrupted run left (%s.tmp*)\n", label, p)
+			}
+		}
+		if len(rd.done) > 0 {
+			fmt.Fprintf(e.runs.log, "qppl: %s: its log-prob store is missing or was not finished: evaluating the base model again from its first window (%d journaled windows discarded)\n", label, len(rd.done))
+			rd.close()
+			if err := resetJournal(sub); err != nil {
+				return nil, err
+			}
+			if rd, err = openRunDir(sub, id, d.Windows); err != nil {
+				return nil, err
+			}
+		}
+		return rd, nil
+	}
+	switch n := len(rd.done); {
+	case n == len(d.Windows):
+		fmt.Fprintf(e.runs.log, "qppl: %s: all %d windows already done (%s)\n", label, n, journalPath(sub))
+	case n > 0:
+		fmt.Fprintf(e.runs.log, "qppl: %s: resuming from %s: %d of %d windows already done\n", label, journalPath(sub), n, len(d.Windows))
+	}
+	return rd, nil
 }

@@ -247,11 +247,17 @@ type interruptedError struct {
 	runDir       string // "" without --run-dir
 	done, total  int    // windows journaled / of this run (shard)
 	cmdForResume string
+	// note, when set (compare --run-dir), replaces the count of saved
+	// windows in the message.
+	note string
 }
 
 func (e *interruptedError) Error() string {
 	if e.runDir == "" {
 		return fmt.Sprintf("%v; nothing was saved (no --run-dir): rerun with --run-dir DIR to make the run resumable", e.err)
+	}
+	if e.note != "" {
+		return fmt.Sprintf("%v; %s", e.err, e.note)
 	}
 	return fmt.Sprintf("%v; %d of %d windows are saved in %s", e.err, e.done, e.total, journalPath(e.runDir))
 }

@@ -1,0 +1,219 @@
+package main
+
+// qppl compare --run-dir DIR: a multi-model comparison that survives
+// interruption.
+//
+// DIR/compare.qppl is a journal without records whose header is the
+// comparison's identity (compareIdentity: data spec, windows, KL mode,
+// engine, external base, and every model's label, directory and file
+// hash). It is held (locked) for the whole command, so two processes never
+// share a run directory, and a command with another identity is refused
+// (exit 2) with the fields that differ.
+//
+// Each model has a subdirectory DIR/NN-label/ holding an eval-style
+// journal (journal.qppl, identity runIdentity with command "compare") of
+// its finished windows: a model resumes after its last journaled window, a
+// finished model is reduced from its journal without a forward pass. The
+// base model's log-prob store (unless the model spec's out_logits names
+// another directory) is DIR/NN-label/<key>.qlp, written to a temporary
+// file renamed into place when complete. A complete store is reused; a
+// store that was not finished cannot be appended to, so the base model is
+// then evaluated again from its first window (its journal is discarded:
+// the base's window results must come from the same forward passes that
+// wrote the store).
+//
+// Everything reduced is bit-identical to an uninterrupted run, because
+// compare.Reduce sorts window results by index and sums in a fixed order,
+// whether they came from the journal or from this process.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/qppl/qppl/compare"
+	"github.com/qppl/qppl/compare/suite"
+	"github.com/qppl/qppl/journal"
+)
+
+// compareJournalName is the identity file of a compare run directory.
+const compareJournalName = "compare.qppl"
+
+// compareIdentityVersion is bumped when compareIdentity changes meaning.
+const compareIdentityVersion = 1
+
+// compareIdentity is the header of DIR/compare.qppl.
+type compareIdentity struct {
+	Version int    `json:"version"`
+	Command string `json:"command"`
+
+	Data         compare.DataSpec `json:"data"`
+	DataSpecHash string           `json:"data_spec_hash"`
+	Windows      int              `json:"windows"`
+	KLMode       string           `json:"kl_mode"`
+	// Engine is the evaluator's engine string: backend, precision, base
+	// store encoding, top-k and KL rows.
+	Engine string `json:"engine"`
+	// ExternalBase is the key of --kld-base log-probs ("" when none).
+	ExternalBase string `json:"external_base"`
+	// Models are keyed by their subdirectory (NN-label).
+	Models map[string]compareModelIdentity `json:"models"`
+}
+
+// compareModelIdentity is one model of a compare run.
+type compareModelIdentity struct {
+	Label     string `json:"label"`
+	Model     string `json:"model"`
+	ModelHash string `json:"model_hash"`
+	Base      bool   `json:"base"`
+}
+
+// compareRunDir is an open compare run directory.
+type compareRunDir struct {
+	dir  string
+	j    *journal.Journal // DIR/compare.qppl, held for the lock
+	subs map[string]string
+	log  io.Writer
+}
+
+// modelSubdir names model i's subdirectory: its index and its label with
+// every character outside [A-Za-z0-9._-] replaced by '_' (unique through
+// the index, readable through the label).
+func modelSubdir(i int, label string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range label {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
+		if !ok {
+			r = '_'
+		}
+		if r == '_' && under {
+			continue
+		}
+		under = r == '_'
+		b.WriteRune(r)
+	}
+	s := strings.Trim(b.String(), "_.")
+	if len(s) > 48 {
+		s = strings.TrimRight(s[:48], "_.")
+	}
+	if s == "" {
+		s = "model"
+	}
+	return fmt.Sprintf("%02d-%s", i, s)
+}
+
+// subKey identifies a model spec for the subdirectory map.
+func subKey(m suite.ModelSpec) string { return m.Label + "\x00" + m.ModelDir }
+
+// openCompareRunDir creates or reopens dir for the comparison of models
+// (in run order, hashes alongside) described by id (Models is filled
+// here). A directory of another comparison or of a qppl eval run is
+// refused with a usage error.
+func openCompareRunDir(dir string, id *compareIdentity, models []suite.ModelSpec, hashes []string, log io.Writer) (*compareRunDir, error) {
+	if _, err := os.Stat(journalPath(dir)); err == nil {
+		return nil, usageErr(fmt.Errorf("--run-dir %s holds a qppl eval run (%s): use a new --run-dir for qppl compare", dir, journalPath(dir)))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, usageErr(fmt.Errorf("--run-dir: %w", err))
+	}
+	id.Version, id.Command = compareIdentityVersion, "compare"
+	id.Models = make(map[string]compareModelIdentity, len(models))
+	subs := make(map[string]string, len(models))
+	for i, m := range models {
+		s := modelSubdir(i, m.Label)
+		id.Models[s] = compareModelIdentity{Label: m.Label, Model: m.ModelDir, ModelHash: hashes[i], Base: m.Base}
+		subs[subKey(m)] = s
+	}
+	raw, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := canonicalJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, compareJournalName)
+	j, _, err := journal.Open(path, cur)
+	if errors.Is(err, journal.ErrIdentity) {
+		msg := fmt.Sprintf("--run-dir %s holds a different compare run", dir)
+		if c, rerr := journal.Read(path); rerr == nil {
+			msg += " (" + strings.Join(identityDiff(c.Identity, cur, "in the run directory", "now"), "; ") + ")"
+		}
+		return nil, usageErr(fmt.Errorf("%s: resume it with its original options, or use a new --run-dir", msg))
+	}
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--run-dir %s: %w", dir, err))
+	}
+	return &compareRunDir{dir: dir, j: j, subs: subs, log: log}, nil
+}
+
+func (r *compareRunDir) close() error { return r.j.Close() }
+
+// modelDir is the subdirectory of model m.
+func (r *compareRunDir) modelDir(m suite.ModelSpec) (string, error) {
+	s, ok := r.subs[subKey(m)]
+	if !ok {
+		return "", fmt.Errorf("compare --run-dir: model %q (%s) is not part of this run", m.Label, m.ModelDir)
+	}
+	return filepath.Join(r.dir, s), nil
+}
+
+// contains reports whether path lies inside the run directory.
+func (r *compareRunDir) contains(path string) bool {
+	rel, err := filepath.Rel(r.dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resetJournal removes a model's journal so that it starts afresh (the
+// base model whose log-prob store was not finished). The run directory's
+// lock is held, so no other process uses it.
+func resetJournal(sub string) error {
+	if err := os.Remove(journalPath(sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--run-dir: %w", err)
+	}
+	return nil
+}
+
+// removeStaleTemps removes the temporary files an interrupted store
+// writer left next to path.
+func removeStaleTemps(path string) (int, error) {
+	m, err := filepath.Glob(path + ".tmp*")
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range m {
+		if err := os.Remove(f); err != nil {
+			return 0, fmt.Errorf("--run-dir: %w", err)
+		}
+	}
+	return len(m), nil
+}
+
+// modelHashes hashes every model's files once; the returned function
+// serves suite.Options.ModelHash from them.
+func modelHashes(models []suite.ModelSpec) ([]string, func(string) (string, error), error) {
+	hashes := make([]string, len(models))
+	byDir := make(map[string]string, len(models))
+	for i, m := range models {
+		h, ok := byDir[m.ModelDir]
+		if !ok {
+			var err error
+			if h, err = compare.ModelHash(m.ModelDir); err != nil {
+				return nil, nil, fmt.Errorf("model %q (%s): %w", m.Label, m.Source, err)
+			}
+			byDir[m.ModelDir] = h
+		}
+		hashes[i] = h
+	}
+	return hashes, func(dir string) (string, error) {
+		if h, ok := byDir[dir]; ok {
+			return h, nil
+		}
+		return compare.ModelHash(dir)
+	}, nil
+}

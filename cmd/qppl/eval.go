@@ -107,7 +107,7 @@ func newEvalCmd() *cli.Command {
 				Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"),
 				Text: c.String("text"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
 				Method: c.String("method"), Ctx: c.Int("ctx"), Stride: c.Int("stride"), Rows: c.Int("rows"),
-				Backend: backendOptions{Name: c.String("backend"), Precision: c.String("precision"), GPUs: c.String("gpus"), GPUSplit: c.String("gpu-split")},
+				Backend: backendOptions{Name: c.String("backend"), Precision: c.String("precision"), GPUs: c.String("gpus"), GPUSplit: c.String("gpu-split"), MaxTokens: c.Int("ctx"), Log: c.App.ErrWriter},
 				JSON:    c.String("json"), NLLOut: c.String("nll-out"), TokensOut: c.String("tokens-out"),
 				SaveLogits: c.String("save-logits"), LogitsFormat: c.String("logits-format"), KLDBase: c.String("kld-base"),
 				KLDMode: c.String("kld-mode"), KLDRows: c.Int("kld-rows"), KLDAllPos: c.Bool("kld-all-positions"), TopK: c.Int("top-k"),

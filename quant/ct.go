@@ -563,18 +563,11 @@ func intFormat(prefix string, p IntParams) string {
 }
 
 func openUnpacked(t tensors, w *Args) (*UnpackedInt, error) {
-	ti, err := t.get("weight", "I8")
+	ti, raw, err := t.matrix("weight", "I8")
 	if err != nil {
 		return nil, err
-	}
-	if len(ti.Shape) != 2 {
-		return nil, t.errf(ti, "shape %v, want [out, in]", ti.Shape)
 	}
 	out, in := ti.Shape[0], ti.Shape[1]
-	raw, err := t.raw(ti)
-	if err != nil {
-		return nil, err
-	}
 	u := &UnpackedInt{Codes: make([]int8, len(raw))}
 	lo, hi := -(1 << (w.NumBits - 1)), 1<<(w.NumBits-1)-1
 	for i, b := range raw {
@@ -592,18 +585,11 @@ func openUnpacked(t tensors, w *Args) (*UnpackedInt, error) {
 }
 
 func openFP8(t tensors, w *Args) (*FP8, error) {
-	ti, err := t.get("weight", "F8_E4M3")
+	ti, codes, err := t.matrix("weight", "F8_E4M3")
 	if err != nil {
 		return nil, err
-	}
-	if len(ti.Shape) != 2 {
-		return nil, t.errf(ti, "shape %v, want [out, in]", ti.Shape)
 	}
 	out, in := ti.Shape[0], ti.Shape[1]
-	codes, err := t.raw(ti)
-	if err != nil {
-		return nil, err
-	}
 	for i, b := range codes {
 		if b&0x7F == 0x7F {
 			return nil, t.errf(ti, "element [%d,%d] is NaN (0x%02X)", i/in, i%in, b)

@@ -1,6 +1,10 @@
 package quant
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/qppl/qppl/checkpoint"
+)
 
 // GPTQ is an AutoGPTQ/GPTQModel weight (formats.md §4):
 // W[o,i] = Scales[g*Out+o] * (u[i,o] - z[g,o]) with g = GIdx[i], u the
@@ -83,28 +87,8 @@ func openGPTQ(t tensors, c *GPTQConfig) (*GPTQ, error) {
 		return nil, t.errf(qti, "out_features %d is not a multiple of %d (qzeros packing)", out, per)
 	}
 	groups := (in + gs - 1) / gs
-	zti, err := t.get("qzeros", "I32")
-	if err != nil {
-		return nil, err
-	}
-	if err := t.shape(zti, groups, out/per); err != nil {
-		return nil, err
-	}
-	sti, err := t.get("scales", "F16", "BF16", "F32")
-	if err != nil {
-		return nil, err
-	}
-	if err := t.shape(sti, groups, out); err != nil {
-		return nil, err
-	}
-	q := &GPTQ{Bits: c.Bits, GroupSize: gs, Groups: groups, V2: c.V2, ScaleDType: string(sti.DType)}
-	if q.QWeight, err = t.words(qti); err != nil {
-		return nil, err
-	}
-	if q.QZeros, err = t.words(zti); err != nil {
-		return nil, err
-	}
-	if q.Scales, err = t.scales(sti); err != nil {
+	q := &GPTQ{Bits: c.Bits, GroupSize: gs, Groups: groups, V2: c.V2}
+	if q.QWeight, q.QZeros, q.Scales, q.ScaleDType, err = readPacked(t, qti, groups, out/per, out); err != nil {
 		return nil, err
 	}
 	if t.has("g_idx") {
@@ -144,7 +128,7 @@ func openGPTQ(t tensors, c *GPTQConfig) (*GPTQ, error) {
 
 // AWQ is an AutoAWQ GEMM weight (formats.md §4): W[o,i] = (u[i,o] -
 // z[i/GroupSize,o]) * Scales[(i/GroupSize)*Out+o], u and z unsigned 4-bit,
-// column 8j+c of a word row at nibble AWQReverseOrder[c]. Exact in float64.
+// column 8j+c of a word row at nibble AWQNibble(c). Exact in float64.
 type AWQ struct {
 	Base
 	GroupSize  int
@@ -155,15 +139,17 @@ type AWQ struct {
 	ScaleDType string
 }
 
-// AWQOrder is the column stored at nibble k of an AWQ word; AWQReverseOrder
-// is its inverse (the nibble holding column c).
-var (
-	AWQOrder        = [8]int{0, 2, 4, 6, 1, 3, 5, 7}
-	AWQReverseOrder = [8]int{0, 4, 1, 5, 2, 6, 3, 7}
-)
+// AWQOrder returns the column (0..7) stored at nibble k (0..7) of an AWQ
+// word: [0, 2, 4, 6, 1, 3, 5, 7]. AWQNibble is its inverse. (Functions, not
+// exported arrays, so that no importer can change how weights decode.)
+func AWQOrder(k int) int { return [8]int{0, 2, 4, 6, 1, 3, 5, 7}[k] }
+
+// AWQNibble returns the nibble (0..7) of an AWQ word holding column c (0..7):
+// [0, 4, 1, 5, 2, 6, 3, 7].
+func AWQNibble(c int) int { return [8]int{0, 4, 1, 5, 2, 6, 3, 7}[c] }
 
 func awqField(words []uint32, o int) int {
-	return int(words[o/8]>>(uint(AWQReverseOrder[o%8])*4)) & 0xF
+	return int(words[o/8]>>(uint(AWQNibble(o%8))*4)) & 0xF
 }
 
 // Dequantize implements Linear.
@@ -184,7 +170,7 @@ func (a *AWQ) Dequantize(dst []float64) error {
 		for j := 0; j < w8; j++ {
 			for c := 0; c < 8; c++ {
 				o := 8*j + c
-				sh := uint(AWQReverseOrder[c]) * 4
+				sh := uint(AWQNibble(c)) * 4
 				d := dst[o*a.In+i0 : o*a.In+i0+n]
 				for k := range d {
 					i := i0 + k
@@ -214,31 +200,41 @@ func openAWQ(t tensors, c *AWQConfig) (*AWQ, error) {
 		return nil, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, gs, in)
 	}
 	groups := in / gs
-	zti, err := t.get("qzeros", "I32")
-	if err != nil {
-		return nil, err
-	}
-	if err := t.shape(zti, groups, out/8); err != nil {
-		return nil, err
-	}
-	sti, err := t.get("scales", "F16", "BF16", "F32")
-	if err != nil {
-		return nil, err
-	}
-	if err := t.shape(sti, groups, out); err != nil {
-		return nil, err
-	}
-	a := &AWQ{GroupSize: gs, Groups: groups, ScaleDType: string(sti.DType)}
-	if a.QWeight, err = t.words(qti); err != nil {
-		return nil, err
-	}
-	if a.QZeros, err = t.words(zti); err != nil {
-		return nil, err
-	}
-	if a.Scales, err = t.scales(sti); err != nil {
+	a := &AWQ{GroupSize: gs, Groups: groups}
+	if a.QWeight, a.QZeros, a.Scales, a.ScaleDType, err = readPacked(t, qti, groups, out/8, out); err != nil {
 		return nil, err
 	}
 	a.Base = Base{Name: t.module, Out: out, In: in, FileName: qti.File,
 		Fmt: fmt.Sprintf("awq-int4-g%d", gs), Bytes: storedBytes(t.src, t.module)}
 	return a, nil
+}
+
+// readPacked reads the tensors GPTQ and AWQ share: the qweight words (qti,
+// shape already checked), qzeros I32 [groups, zeroCols] and scales
+// F16/BF16/F32 [groups, out].
+func readPacked(t tensors, qti checkpoint.TensorInfo, groups, zeroCols, out int) (qweight, qzeros []uint32, scales []float64, scaleDType string, err error) {
+	zti, err := t.get("qzeros", "I32")
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	if err := t.shape(zti, groups, zeroCols); err != nil {
+		return nil, nil, nil, "", err
+	}
+	sti, err := t.get("scales", "F16", "BF16", "F32")
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	if err := t.shape(sti, groups, out); err != nil {
+		return nil, nil, nil, "", err
+	}
+	if qweight, err = t.words(qti); err != nil {
+		return nil, nil, nil, "", err
+	}
+	if qzeros, err = t.words(zti); err != nil {
+		return nil, nil, nil, "", err
+	}
+	if scales, err = t.scales(sti); err != nil {
+		return nil, nil, nil, "", err
+	}
+	return qweight, qzeros, scales, string(sti.DType), nil
 }

@@ -274,15 +274,21 @@ type Dense struct {
 	Raw   []byte // the weight's bytes as stored, row-major [Out][In]
 }
 
-func openDense(t tensors) (*Dense, error) {
-	ti, err := t.get("weight", "F32", "F16", "BF16", "F64")
-	if err != nil {
-		return nil, err
+// matrix reads the 2-D [out, in] tensor module.suffix, of one of dtypes,
+// as raw bytes.
+func (t tensors) matrix(suffix string, dtypes ...string) (ti checkpoint.TensorInfo, raw []byte, err error) {
+	if ti, err = t.get(suffix, dtypes...); err != nil {
+		return ti, nil, err
 	}
 	if len(ti.Shape) != 2 {
-		return nil, t.errf(ti, "shape %v, want [out, in]", ti.Shape)
+		return ti, nil, t.errf(ti, "shape %v, want [out, in]", ti.Shape)
 	}
-	raw, err := t.raw(ti)
+	raw, err = t.raw(ti)
+	return ti, raw, err
+}
+
+func openDense(t tensors) (*Dense, error) {
+	ti, raw, err := t.matrix("weight", "F32", "F16", "BF16", "F64")
 	if err != nil {
 		return nil, err
 	}

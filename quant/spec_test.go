@@ -228,6 +228,18 @@ func TestSpecAWQExample(t *testing.T) {
 	}
 }
 
+// AWQOrder and AWQNibble are the spec's ORDER and REV tables, inverse to
+// each other.
+func TestAWQOrderTables(t *testing.T) {
+	order := [8]int{0, 2, 4, 6, 1, 3, 5, 7}
+	rev := [8]int{0, 4, 1, 5, 2, 6, 3, 7}
+	for k := range 8 {
+		if AWQOrder(k) != order[k] || AWQNibble(k) != rev[k] || AWQNibble(AWQOrder(k)) != k {
+			t.Errorf("k=%d: AWQOrder %d AWQNibble %d", k, AWQOrder(k), AWQNibble(k))
+		}
+	}
+}
+
 // unionSrc reads tensors from a checkpoint.File first, then from a memSrc.
 type unionSrc struct {
 	f *checkpoint.File

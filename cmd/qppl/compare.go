@@ -67,7 +67,9 @@ or qppl's flags:
 Results are cached under --cache-dir, keyed by the data spec, the sha256 of
 each model's files, the backend and the base; re-running or re-plotting
 never evaluates twice. --baseline FILE gates each model (matched by label)
-against a previous result set and exits 3 when one regressed.`,
+against a previous result set and exits 3 when one regressed.
+--run-dir DIR journals every model's finished windows under DIR; after a
+crash or Ctrl-C the same command resumes (docs/runs.md).`,
 		Flags: append(flags, plotFlags()...),
 		Action: func(c *cli.Context) error {
 			return runCompare(c)

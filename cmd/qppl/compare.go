@@ -199,8 +199,11 @@ func runCompare(c *cli.Context) error {
 	}
 	runDir := c.String("run-dir")
 	if runDir != "" {
-		hashes, hashFn, err := modelHashes(models)
+		hashes, hashFn, err := modelHashes(c.Context, models)
 		if err != nil {
+			if c.Context.Err() != nil { // nothing evaluated yet: the same command starts it
+				return &interruptedError{err: err, runDir: runDir, note: "nothing was evaluated yet"}
+			}
 			return err
 		}
 		id := &compareIdentity{Data: data.Info, DataSpecHash: data.Hash, Windows: len(data.Windows), KLMode: data.KLMode,

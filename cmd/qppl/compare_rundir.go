@@ -27,6 +27,7 @@ package main
 // whether they came from the journal or from this process.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,10 +197,14 @@ func removeStaleTemps(path string) (int, error) {
 
 // modelHashes hashes every model's files once; the returned function
 // serves suite.Options.ModelHash from them.
-func modelHashes(models []suite.ModelSpec) ([]string, func(string) (string, error), error) {
+// A cancelled ctx (SIGINT, SIGTERM) stops it between models.
+func modelHashes(ctx context.Context, models []suite.ModelSpec) ([]string, func(string) (string, error), error) {
 	hashes := make([]string, len(models))
 	byDir := make(map[string]string, len(models))
 	for i, m := range models {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("interrupted while hashing the model files: %w", err)
+		}
 		h, ok := byDir[m.ModelDir]
 		if !ok {
 			var err error

@@ -33,12 +33,13 @@
 // # Layout and precision
 //
 // Every activation is a row-major [T][width] []float64. Every matrix product
-// (the Linears, the lm_head, and per head q·kᵀ and P·v) is a gonum BLAS Dgemm;
+// (the Linears, the lm_head, and per head q·kᵀ and P·v) is computed by gonum
+// BLAS Dgemm calls;
 // everything else (norms, RoPE, softmax, SiLU, log-softmax) is a plain float64
 // loop in a fixed order. Results are deterministic: the same window gives
-// bit-identical output on every run (gonum's Dgemm partitions work by output
-// block and sums each block's k dimension in a fixed order, whatever the
-// number of threads).
+// bit-identical output on every run, whatever the number of threads (every
+// output element is one serial gonum dot product over the full inner
+// dimension; see Threads and speed).
 //
 // # Memory
 //
@@ -56,11 +57,13 @@
 //
 // # Threads and speed
 //
-// gonum's Dgemm runs runtime.GOMAXPROCS(0) workers; Options.Threads does
-// not change that (set GOMAXPROCS instead), and results do not depend on it.
-// About 87% of the time is spent in Dgemm; on the 2-core development
-// machine a 512-token window of a SmolLM2-135M-shaped model (≈147 GFLOP)
-// takes ≈21.7 CPU-seconds, i.e. gonum's ≈7 GFLOP/s per core
+// Linear and head products run as tiles of at most 32×128 outputs, each a
+// gonum Dgemm small enough to take gonum's serial path (one full-length dot
+// product per element), spread over Options.Threads goroutines; attention
+// heads are spread the same way. Results are bit-identical for every thread
+// count. About 85% of the time is spent in Dgemm: on the shared 2-core
+// development machine a 512-token window of a SmolLM2-135M-shaped model
+// (≈147 GFLOP) takes ≈18.5 CPU-seconds, ≈8 GFLOP per CPU-second
 // (BenchmarkForward_SmolLM2Shaped_T512, make bench).
 //
 // # Failures

@@ -34,12 +34,11 @@
 //
 // Every activation is a row-major [T][width] []float64. Every matrix product
 // (the Linears, the lm_head, and per head q·kᵀ and P·v) is computed by gonum
-// BLAS Dgemm calls;
-// everything else (norms, RoPE, softmax, SiLU, log-softmax) is a plain float64
+// BLAS Dgemm calls; everything else (norms, RoPE, softmax, SiLU, log-softmax) is a plain float64
 // loop in a fixed order. Results are deterministic: the same window gives
-// bit-identical output on every run, whatever the number of threads (every
-// output element is one serial gonum dot product over the full inner
-// dimension; see Threads and speed).
+// bit-identical output on every run, whatever the number of threads: how
+// each output element is summed depends only on the matrix shapes, never on
+// scheduling (see Threads and speed).
 //
 // # Memory
 //

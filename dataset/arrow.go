@@ -426,7 +426,9 @@ func appendArrowBatch(rows []string, rb fbTable, body []byte, c arrowColumn) ([]
 	if c.large {
 		w = 8
 	}
-	if length > 0 && int64(len(offsets)) < (length+1)*w {
+	// length+1 offsets must fit; divide rather than multiply, as
+	// (length+1)*w overflows for lengths read from a hostile file.
+	if length > 0 && length >= int64(len(offsets))/w {
 		return nil, fmt.Errorf("offsets buffer of %d bytes for %d rows", len(offsets), length)
 	}
 	at := func(i int64) int64 {

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,58 @@ func TestArrowCorruption(t *testing.T) {
 				b[i] ^= x
 				parseArrowColumn(b, "text")
 			}
+		}
+	}
+}
+
+// A record batch claiming 2^62 rows (batch and column length) with a
+// small offsets buffer is rejected, not read past the buffer: (length+1)·4
+// overflows int64, so the bound must not be computed by multiplication.
+func TestArrowHugeLength(t *testing.T) {
+	for _, huge := range []int64{1 << 62, 1<<63 - 1, 1 << 61} {
+		data, err := base64.StdEncoding.DecodeString(arrowFixtures["stream"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		patched := false
+		for pos := 0; !patched; {
+			n, _ := u32(data, pos)
+			pos += 4
+			if n == 0xFFFFFFFF {
+				n, _ = u32(data, pos)
+				pos += 4
+			}
+			if n == 0 {
+				break
+			}
+			meta := data[pos : pos+int(n)]
+			msg, err := fbRoot(meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kind, _ := msg.u8(1, 0)
+			bodyLen, _ := msg.i64(3, 0)
+			if kind == msgRecordBatch {
+				rb, _, err := msg.table(2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ns, _, err := rb.vector(1, 16)
+				if err != nil {
+					t.Fatal(err)
+				}
+				binary.LittleEndian.PutUint64(meta[rb.field(0):], uint64(huge))
+				binary.LittleEndian.PutUint64(meta[ns:], uint64(huge))
+				patched = true
+			}
+			pos += int(n) + int(bodyLen)
+		}
+		if !patched {
+			t.Fatal("no record batch in the fixture")
+		}
+		_, err = parseArrowColumn(data, "text")
+		if err == nil || !strings.Contains(err.Error(), "offsets buffer") {
+			t.Errorf("length %d: err %v, want the offsets-buffer error", huge, err)
 		}
 	}
 }

@@ -149,7 +149,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		return sc, nil
 	}
 	if err := b.m.forward(ctx, &b.ws, w.Tokens, nil); err != nil {
-		return backends.Scores{}, fmt.Errorf("reference: window %d: %w", w.Index, err)
+		return backends.Scores{}, fmt.Errorf("reference: %w", err)
 	}
 	var idx []int32
 	if req.TopK > 0 {
@@ -185,7 +185,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		return nil
 	})
 	if err != nil {
-		return backends.Scores{}, fmt.Errorf("reference: window %d: %w", w.Index, err)
+		return backends.Scores{}, fmt.Errorf("reference: %w", err)
 	}
 	return sc, nil
 }

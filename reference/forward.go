@@ -378,7 +378,7 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 		for i := 0; i < n; i++ {
 			row := ws.logits[i*d.V : (i+1)*d.V]
 			if err := logSoftmax(row); err != nil {
-				return fmt.Errorf("reference: position %d: %w", r0+i, err)
+				return fmt.Errorf("position %d: %w", r0+i, err)
 			}
 			if err := fn(r0+i, row); err != nil {
 				return err

@@ -1,9 +1,12 @@
 package dataset
 
 import (
+	"bytes"
 	"encoding/base64"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // FuzzArrow: the hand-written Arrow IPC reader never panics on any bytes,
@@ -78,5 +81,29 @@ func FuzzRawRows(f *testing.F) {
 			t.Fatalf("%d bytes of rows from %d bytes", n, len(raw))
 		}
 		_ = DocumentsFromRaw(raw)
+	})
+}
+
+// FuzzParquet: the parquet reader (parquet-go behind magic, footer and row
+// count checks, its panics recovered) never panics and returns only valid
+// UTF-8 rows.
+func FuzzParquet(f *testing.F) {
+	var buf bytes.Buffer
+	rows := []textRow{{""}, {" = Robert Boulter = \n"}, {" caf\u00e9\n"}}
+	if err := parquet.Write(&buf, rows, parquet.MaxRowsPerRowGroup(2)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rows, err := readParquetColumn(bytes.NewReader(data), int64(len(data)), "text")
+		if err != nil {
+			return
+		}
+		for i, r := range rows {
+			if !utf8.ValidString(r) {
+				t.Fatalf("row %d is not valid UTF-8", i)
+			}
+		}
 	})
 }

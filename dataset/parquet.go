@@ -83,7 +83,9 @@ func readParquetColumn(r io.ReaderAt, size int64, col string) (rows []string, er
 	if n > 8*size {
 		return nil, fmt.Errorf("footer claims %d rows in a %d-byte file", n, size)
 	}
-	rows = make([]string, 0, n)
+	// Preallocate no more than the file could hold as plain values (4-byte
+	// length each); dictionary-encoded files grow the slice as they decode.
+	rows = make([]string, 0, min(n, size/4))
 	buf := make([]parquet.Value, 256)
 	for gi, rg := range pf.RowGroups() {
 		chunks := rg.ColumnChunks()
@@ -107,10 +109,12 @@ func readParquetColumn(r io.ReaderAt, size int64, col string) (rows []string, er
 				k, err := vr.ReadValues(buf)
 				for _, v := range buf[:k] {
 					if v.IsNull() {
+						pages.Close()
 						return nil, fmt.Errorf("row group %d: null in column %q at row %d", gi, col, len(rows))
 					}
 					b := v.ByteArray()
 					if off := firstInvalidUTF8(b); off >= 0 {
+						pages.Close()
 						return nil, fmt.Errorf("column %q row %d: invalid UTF-8 at byte %d of the value", col, len(rows), off)
 					}
 					rows = append(rows, string(b))

@@ -12,12 +12,15 @@
 // written survives a SIGKILL or a power cut.
 //
 // Failure model. A process killed while appending leaves at most one torn
-// record at the end of the file; Open detects it (short frame or checksum
-// mismatch in the final frame) and truncates it away, so the caller redoes
-// that one window. A bad checksum anywhere before the last frame, a header
-// that does not parse, or a length larger than what remains of the file is
-// corruption and is reported as an error naming the file and the byte offset;
-// Open never guesses. An identity different from the caller's is refused with
+// record at the end of the file; Open detects it (a frame shorter than 8
+// bytes, a length reaching past the end of the file, or a checksum mismatch
+// in a frame that ends exactly at the end of the file) and truncates it
+// away, so the caller redoes that window. Because a torn append and a
+// damaged length field look alike, a length reaching past the end is always
+// taken as torn: whatever follows it is dropped and recomputed, never read
+// as results. A bad checksum in a frame followed by more bytes, a length
+// above MaxRecord, or a header that does not parse is corruption and is
+// reported as an error naming the file and the byte offset. An identity different from the caller's is refused with
 // ErrIdentity, because resuming a different run would silently mix results.
 // An open journal holds an exclusive advisory lock (flock on Unix), so a
 // second process opening the same journal gets ErrBusy instead of

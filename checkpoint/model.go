@@ -84,7 +84,11 @@ func (m *Model) openTensors() error {
 	}
 	byShard := make(map[string]*File)
 	for _, shard := range idx.Shards() {
-		f, err := m.openFile(filepath.Join(m.Dir, shard))
+		path := filepath.Join(m.Dir, shard)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %s names %s (for %d tensors), which does not exist", ErrNotFound, idxPath, shard, idx.countIn(shard))
+		}
+		f, err := m.openFile(path)
 		if err != nil {
 			return err
 		}
@@ -244,4 +248,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// countIn returns how many tensors the index maps to shard.
+func (ix *Index) countIn(shard string) int {
+	n := 0
+	for _, s := range ix.WeightMap {
+		if s == shard {
+			n++
+		}
+	}
+	return n
 }

@@ -106,7 +106,7 @@ func TestOpenDirErrors(t *testing.T) {
 		}, ErrNotFound, []string{"neither model.safetensors nor model.safetensors.index.json"}},
 		{"missing shard", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "model-00002-of-00003.safetensors"))
-		}, ErrNotFound, []string{"model-00002-of-00003.safetensors"}},
+		}, ErrNotFound, []string{"model.safetensors.index.json names model-00002-of-00003.safetensors (for ", "tensors), which does not exist"}},
 		{"truncated shard", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "model-00003-of-00003.safetensors")
 			st, _ := os.Stat(p)

@@ -39,10 +39,19 @@ type Base struct {
 	FileName string // file holding the weight, for error messages
 }
 
-func (b *Base) Module() string     { return b.Name }
-func (b *Base) Shape() (int, int)  { return b.Out, b.In }
-func (b *Base) Format() string     { return b.Fmt }
+// Module implements Linear.
+func (b *Base) Module() string { return b.Name }
+
+// Shape implements Linear.
+func (b *Base) Shape() (int, int) { return b.Out, b.In }
+
+// Format implements Linear.
+func (b *Base) Format() string { return b.Fmt }
+
+// StoredBytes implements Linear.
 func (b *Base) StoredBytes() int64 { return b.Bytes }
+
+// InputQuantizer implements Linear (nil when Act is nil).
 func (b *Base) InputQuantizer() ActQuantizer {
 	if b.Act == nil {
 		return nil
@@ -57,7 +66,7 @@ func (b *Base) checkDst(dst []float64) error {
 	return nil
 }
 
-// finishRow checks decoded values (the only way a finite scale gives a
+// checkFinite checks decoded values (the only way a finite scale gives a
 // non-finite weight is overflow of the rounding dtype).
 func (b *Base) checkFinite(dst []float64) error {
 	for i, v := range dst {

@@ -61,10 +61,8 @@ func (w *WindowResult) validate() error {
 	if w.Top1 != nil && len(w.Top1) != t {
 		return fmt.Errorf("window %d: %d top-1 ids for %d targets", w.Index, len(w.Top1), t)
 	}
-	for i, v := range w.NLL {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("window %d position %d: NLL %v is not finite", w.Index, w.First+i, v)
-		}
+	if i, v, bad := firstNonFinite(w.NLL); bad {
+		return fmt.Errorf("window %d position %d: NLL %v is not finite", w.Index, w.First+i, v)
 	}
 	if w.KL == nil {
 		if w.BaseNLL != nil || w.BaseTop1 != nil || w.TopKOverlap != nil {
@@ -75,10 +73,8 @@ func (w *WindowResult) validate() error {
 	if len(w.KL) != t && len(w.KL) != w.Len {
 		return fmt.Errorf("window %d: %d KL values for %d targets / %d positions", w.Index, len(w.KL), t, w.Len)
 	}
-	for i, v := range w.KL {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("window %d KL position %d: KL %v is not finite", w.Index, i, v)
-		}
+	if i, v, bad := firstNonFinite(w.KL); bad {
+		return fmt.Errorf("window %d KL position %d: KL %v is not finite", w.Index, i, v)
 	}
 	if len(w.BaseNLL) != t || len(w.BaseTop1) != t || w.Top1 == nil {
 		return fmt.Errorf("window %d: base statistics need base NLL, base top-1 and top-1 for each of %d targets", w.Index, t)
@@ -86,12 +82,20 @@ func (w *WindowResult) validate() error {
 	if w.TopKOverlap != nil && len(w.TopKOverlap) != t {
 		return fmt.Errorf("window %d: %d top-k overlaps for %d targets", w.Index, len(w.TopKOverlap), t)
 	}
-	for i, v := range w.BaseNLL {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("window %d position %d: base NLL %v is not finite", w.Index, w.First+i, v)
-		}
+	if i, v, bad := firstNonFinite(w.BaseNLL); bad {
+		return fmt.Errorf("window %d position %d: base NLL %v is not finite", w.Index, w.First+i, v)
 	}
 	return nil
+}
+
+// firstNonFinite returns the index and value of the first NaN or ±Inf in v.
+func firstNonFinite(v []float64) (int, float64, bool) {
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return i, x, true
+		}
+	}
+	return 0, 0, false
 }
 
 // ReduceOptions are the parameters of Reduce that are not in the windows.

@@ -42,6 +42,10 @@ func TestReduceErrors(t *testing.T) {
 		"window 3 position 2: NLL NaN is not finite": {{Index: 3, First: 1, Len: 3, NLL: []float64{1, math.NaN()}}},
 		"2 NLL values for 1 targets":                 {{Index: 0, First: 1, Len: 2, NLL: []float64{1, 2}}},
 		"no windows":                                 nil,
+		"window 2 KL position 1: KL +Inf is not finite": {{Index: 2, First: 1, Len: 3, NLL: []float64{1, 2}, Top1: []int32{0, 0},
+			KL: []float64{0, math.Inf(1)}, BaseNLL: []float64{1, 1}, BaseTop1: []int32{0, 0}}},
+		"window 4 position 2: base NLL NaN is not finite": {{Index: 4, First: 1, Len: 3, NLL: []float64{1, 2}, Top1: []int32{0, 0},
+			KL: []float64{0, 0}, BaseNLL: []float64{1, math.NaN()}, BaseTop1: []int32{0, 0}}},
 	}
 	for want, ws := range cases {
 		_, err := Reduce(ws, ReduceOptions{})

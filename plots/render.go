@@ -7,7 +7,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,8 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	xfont "golang.org/x/image/font"
+
+	"github.com/qppl/qppl/compare"
 )
 
 // Options configure a chart.
@@ -87,39 +88,13 @@ func Save(path string, models []Model, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if err := writeAtomic(path, buf.Bytes()); err != nil {
-		return rep, err
+	if err := compare.WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(buf.Bytes())
+		return err
+	}); err != nil {
+		return rep, fmt.Errorf("plot: %w", err)
 	}
 	return rep, nil
-}
-
-// writeAtomic writes data to a temporary file beside path, then renames it.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // Render draws the chart in format "png", "svg" or "pdf" to w. Nothing is

@@ -524,7 +524,7 @@ func openPacked(t tensors, w *Args) (*PackedInt, error) {
 		}
 		in = int(sv[1])
 	} else {
-		return nil, fmt.Errorf("module %s: missing tensor %s.weight_shape", t.module, t.module)
+		return nil, fmt.Errorf("%s: module %s: missing tensor %s.weight_shape", t.file(), t.module, t.module)
 	}
 	b := w.NumBits
 	legacy, err := detectLegacy(width, in, b)

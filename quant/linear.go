@@ -101,13 +101,24 @@ func (t tensors) errf(ti checkpoint.TensorInfo, f string, a ...any) error {
 	return fmt.Errorf("%s: tensor %s: %s", file, ti.Name, fmt.Sprintf(f, a...))
 }
 
+// file names the file holding the module's weight, for errors about a
+// tensor that is absent.
+func (t tensors) file() string {
+	for _, s := range []string{"weight", "weight_packed", "qweight"} {
+		if ti, ok := t.src.Tensor(t.module + "." + s); ok && ti.File != "" {
+			return ti.File
+		}
+	}
+	return "checkpoint"
+}
+
 // get returns the tensor module.suffix, checking its dtype against dtypes
 // (any when empty) and its rank.
 func (t tensors) get(suffix string, dtypes ...string) (checkpoint.TensorInfo, error) {
 	name := t.module + "." + suffix
 	ti, ok := t.src.Tensor(name)
 	if !ok {
-		return ti, fmt.Errorf("module %s: missing tensor %s", t.module, name)
+		return ti, fmt.Errorf("%s: module %s: missing tensor %s", t.file(), t.module, name)
 	}
 	if len(dtypes) > 0 {
 		okd := false

@@ -143,6 +143,11 @@ func TestRunnerKLStore(t *testing.T) {
 				if len(wr.KL) != len(pos) {
 					t.Fatalf("window %d: %d KL, want %d", i, len(wr.KL), len(pos))
 				}
+				stored, ok, err := st.Window(w)
+				if err != nil || !ok {
+					t.Fatalf("window %d not in the store: %v", i, err)
+				}
+				dec := make([]float64, 13)
 				for k, p := range pos {
 					want := klRef(base.logProbs(w.Tokens, p), quant.logProbs(w.Tokens, p))
 					if tc.enc == EncodingF64 && wr.KL[k] != want {
@@ -150,6 +155,25 @@ func TestRunnerKLStore(t *testing.T) {
 					}
 					if math.Abs(wr.KL[k]-want) > 20*tolLP+1e-15 {
 						t.Fatalf("KL %v want %v", wr.KL[k], want)
+					}
+					// Exactly the KL of the stored (decoded) base row at this
+					// position, with llama.cpp's floor for u16: entries at or
+					// below -16 have probability 0, decoded values above 0
+					// are log-probs of 0.
+					if err := stored.LogProbs(k, dec); err != nil {
+						t.Fatal(err)
+					}
+					if tc.enc == EncodingU16 {
+						for j, v := range dec {
+							if v <= -16 {
+								dec[j] = math.Inf(-1)
+							} else if v > 0 {
+								dec[j] = 0
+							}
+						}
+					}
+					if exact := klRef(dec, quant.logProbs(w.Tokens, p)); wr.KL[k] != exact {
+						t.Fatalf("window %d KL position %d: %v, want %v from the stored row", i, k, wr.KL[k], exact)
 					}
 				}
 				for p := w.First; p < len(w.Tokens); p++ {

@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// TestImportDirection enforces the package map of ../shared/specs/style.md
-// for the packages this one sits among: each may depend (directly or not)
-// only on the qppl packages listed, so compare and plots never reach a
-// concrete backend, and the data and format packages stay leaves.
+// TestImportDirection enforces the package map of ../shared/specs/style.md:
+// compare, plots and the data and format packages may depend (directly or
+// not) only on the qppl packages listed, so compare and plots never reach a
+// concrete backend and the leaves stay leaves; the backends, tokenizer and
+// checkpoint are checked against the map's forbidden edges.
 func TestImportDirection(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -26,8 +27,20 @@ func TestImportDirection(t *testing.T) {
 		"journal":            {},
 		"fixtures/quantizer": {"quant", "checkpoint"},
 	}
+	// Packages owned elsewhere are held to the map's forbidden edges only:
+	// the two backends never reach each other, no library reaches the
+	// fixtures, and neither backend reaches compare or plots.
+	forbidden := map[string][]string{
+		"reference":     {"backends/cuda", "fixtures", "compare", "plots"},
+		"backends/cuda": {"reference", "fixtures", "compare", "plots"},
+		"tokenizer":     {"checkpoint", "quant", "arch", "backends", "reference", "compare", "fixtures"},
+		"checkpoint":    {"quant", "arch", "backends", "reference", "compare", "fixtures"},
+	}
 	args := []string{"list", "-f", `{{.ImportPath}} {{join .Deps " "}}`}
 	for p := range allowed {
+		args = append(args, mod+p)
+	}
+	for p := range forbidden {
 		args = append(args, mod+p)
 	}
 	slices.Sort(args[3:])
@@ -39,18 +52,24 @@ func TestImportDirection(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		pkg := strings.TrimPrefix(f[0], mod)
-		ok, known := allowed[pkg]
-		if !known {
+		ok, isAllowList := allowed[pkg]
+		bad, isForbidList := forbidden[pkg]
+		if !isAllowList && !isForbidList {
 			t.Fatalf("unexpected package %s in go list output", f[0])
 		}
 		seen++
 		for _, d := range f[1:] {
-			if dep, internal := strings.CutPrefix(d, mod); internal && !slices.Contains(ok, dep) {
+			dep, internal := strings.CutPrefix(d, mod)
+			switch {
+			case !internal:
+			case isAllowList && !slices.Contains(ok, dep):
 				t.Errorf("%s depends on %s; the package map allows only %v", pkg, dep, ok)
+			case isForbidList && slices.ContainsFunc(bad, func(b string) bool { return dep == b || strings.HasPrefix(dep, b+"/") }):
+				t.Errorf("%s depends on %s, which the package map forbids", pkg, dep)
 			}
 		}
 	}
-	if seen != len(allowed) {
-		t.Errorf("go list reported %d of %d packages", seen, len(allowed))
+	if seen != len(allowed)+len(forbidden) {
+		t.Errorf("go list reported %d of %d packages", seen, len(allowed)+len(forbidden))
 	}
 }

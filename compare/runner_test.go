@@ -482,3 +482,46 @@ func TestU16FloorObserver(t *testing.T) {
 		t.Errorf("base NLL %v (raw %v), top %v", obs.baseNLL[0], -raw[2], obs.baseTop)
 	}
 }
+
+// A store file that shrinks after it was opened gives an error when a
+// missing record is read, never stale or zero log-probs.
+func TestStoreShrunkAfterOpen(t *testing.T) {
+	ws := []backends.Window{{Index: 0, Tokens: []int32{1, 2, 3}, First: 1}}
+	layout, _ := StoreLayout(ws, KLScored, 0)
+	path := filepath.Join(t.TempDir(), "s")
+	sw, err := CreateStore(path, StoreHeader{Encoding: EncodingF64, Vocab: 4, KLMode: KLScored, Windows: layout}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := 0; pos < 2; pos++ {
+		if err := sw.Write(0, pos, []float64{-1, -2, -3, -0.5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	lp, _, err := st.Window(ws[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()-8); err != nil { // the last entry of position 1
+		t.Fatal(err)
+	}
+	dst := make([]float64, 4)
+	if err := lp.LogProbs(0, dst); err != nil || dst[3] != -0.5 {
+		t.Fatalf("position 0: %v %v", dst, err)
+	}
+	if err := lp.LogProbs(1, dst); err == nil || !strings.Contains(err.Error(), "24 of 32 bytes") {
+		t.Fatalf("position 1 of a shrunk file: err %v", err)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -685,8 +684,11 @@ func (p *StoreLogProbs) LogProbs(i int, dst []float64) error {
 	if p.buf == nil {
 		p.buf = make([]byte, p.s.rec)
 	}
-	if _, err := p.s.f.ReadAt(p.buf, p.off+int64(i)*p.s.rec); err != nil && err != io.EOF {
-		return fmt.Errorf("reading %s: %w", p.s.path, err)
+	// A read ending exactly at the end of the file may report io.EOF with
+	// every byte read; a short read (the file shrank since it was opened)
+	// must not decode stale bytes.
+	if n, err := p.s.f.ReadAt(p.buf, p.off+int64(i)*p.s.rec); n < len(p.buf) {
+		return fmt.Errorf("reading %s: window %d position %d: %d of %d bytes: %v", p.s.path, p.win.Index, i, n, len(p.buf), err)
 	}
 	switch p.s.h.Encoding {
 	case EncodingU16:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -181,11 +180,10 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
-		tmp := o.JSON + ".tmp"
-		if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		if err := compare.WriteFileAtomic(o.JSON, func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
 			return err
-		}
-		if err := os.Rename(tmp, o.JSON); err != nil {
+		}); err != nil {
 			return err
 		}
 	}

@@ -1,52 +1,25 @@
 package compare
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/internal/atomicfile"
 )
 
 // WriteFileAtomic writes path through a temporary file in the same
 // directory, synced and renamed into place, so a reader never sees a
 // partial file.
-func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = write(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = bw.Flush(); err == nil {
-		err = f.Sync()
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	return atomicfile.Write(path, 0o644, write)
 }
 
 func sortedResults(res []WindowResult) []WindowResult {

@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/qppl/qppl/internal/atomicfile"
 )
 
 // ReadTokens reads an int32 little-endian token file. The file length must be
@@ -53,35 +54,8 @@ func WriteTokens(path string, ids []int32) error {
 
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory (synced, then renamed), so readers never see a partial file.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err = os.Rename(name, path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return atomicfile.WriteBytes(path, data, perm)
 }
 
 func readFull(f *os.File, buf []byte) (int, error) {

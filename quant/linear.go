@@ -323,7 +323,8 @@ func (d *Dense) Dequantize(dst []float64) error {
 	if err := d.checkDst(dst); err != nil {
 		return err
 	}
-	v, _ := decodeFloats(d.DType, d.Raw)
-	copy(dst, v)
+	if !decodeFloatsInto(d.DType, d.Raw, dst) {
+		return fmt.Errorf("quant: %s: cannot decode %d bytes of %s into %d weights", d.Name, len(d.Raw), d.DType, len(dst))
+	}
 	return nil
 }

@@ -263,8 +263,21 @@ func decodeFloats(dt string, raw []byte) ([]float64, bool) {
 	if sz == 0 || len(raw)%sz != 0 {
 		return nil, false
 	}
-	n := len(raw) / sz
-	out := make([]float64, n)
+	out := make([]float64, len(raw)/sz)
+	if !decodeFloatsInto(dt, raw, out) {
+		return nil, false
+	}
+	return out, true
+}
+
+// decodeFloatsInto is decodeFloats writing into out, which must hold
+// exactly len(raw)/size values; false for an unknown dtype or a length
+// mismatch.
+func decodeFloatsInto(dt string, raw []byte, out []float64) bool {
+	sz := dtypeSize(dt)
+	if sz == 0 || len(raw) != sz*len(out) {
+		return false
+	}
 	switch dt {
 	case "F64":
 		for i := range out {
@@ -287,9 +300,9 @@ func decodeFloats(dt string, raw []byte) ([]float64, bool) {
 			out[i] = DecodeE4M3(raw[i])
 		}
 	default:
-		return nil, false
+		return false
 	}
-	return out, true
+	return true
 }
 
 // decodeInts decodes raw little-endian bytes of an integer dtype.

@@ -314,6 +314,16 @@ func TestCompareRunDirRefused(t *testing.T) {
 		t.Errorf("eval run dir: exit %d\n got %q\nwant %q", code, stderr, want)
 	}
 
+	// And the other way round: qppl eval refuses a compare run directory.
+	code, _, stderr = runQPPL(t, "eval", "--model", base, "--tokens", tokens, "--ctx", "16", "--stride", "16", "--run-dir", rd)
+	if want := "qppl: --run-dir " + rd + " holds a qppl compare run, not an eval run: use a new --run-dir\n"; code != 2 || !strings.HasSuffix(stderr, want) {
+		t.Errorf("compare run dir given to eval: exit %d\n got %q\nwant %q", code, stderr, want)
+	}
+	if _, err := os.Stat(journalPath(rd)); err == nil {
+		t.Error("eval wrote a journal into a compare run directory")
+	}
+	same(t)
+
 	c, err := journal.Read(idPath)
 	if err != nil {
 		t.Fatal(err)

@@ -174,6 +174,9 @@ func openRunDir(dir string, id *runIdentity, ws []backends.Window) (*runDir, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, usageErr(fmt.Errorf("--run-dir: %w", err))
 	}
+	if _, err := os.Stat(filepath.Join(dir, compareJournalName)); err == nil {
+		return nil, usageErr(fmt.Errorf("--run-dir %s holds a qppl compare run, not an eval run: use a new --run-dir", dir))
+	}
 	cur, err := id.canonical()
 	if err != nil {
 		return nil, err

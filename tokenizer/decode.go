@@ -181,23 +181,11 @@ func parseDecoder(raw json.RawMessage) (decoder, error) {
 	}
 	switch typ {
 	case "Sequence":
-		var c struct {
-			Decoders []json.RawMessage `json:"decoders"`
+		q, err := parseSequence(raw, "decoders", parseDecoder)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q seqDecoder
-		for i, r := range c.Decoders {
-			d, err := parseDecoder(r)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if d != nil {
-				q = append(q, d)
-			}
-		}
-		return q, nil
+		return seqDecoder(q), nil
 	case "ByteLevel":
 		return byteLevelDecoder{}, nil
 	case "Metaspace":

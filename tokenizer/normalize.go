@@ -238,23 +238,11 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	}
 	switch typ {
 	case "Sequence":
-		var c struct {
-			Normalizers []json.RawMessage `json:"normalizers"`
+		q, err := parseSequence(raw, "normalizers", parseNormalizer)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q seqNormalizer
-		for i, r := range c.Normalizers {
-			n, err := parseNormalizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if n != nil {
-				q = append(q, n)
-			}
-		}
-		return q, nil
+		return seqNormalizer(q), nil
 	case "Prepend":
 		var c struct {
 			Prepend *string `json:"prepend"`

@@ -76,23 +76,11 @@ func parsePostProcessor(raw json.RawMessage, t *Tokenizer) (postProcessor, error
 	}
 	switch typ {
 	case "Sequence":
-		var c struct {
-			Processors []json.RawMessage `json:"processors"`
+		q, err := parseSequence(raw, "processors", func(r json.RawMessage) (postProcessor, error) { return parsePostProcessor(r, t) })
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q seqProcessor
-		for i, r := range c.Processors {
-			p, err := parsePostProcessor(r, t)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if p != nil {
-				q = append(q, p)
-			}
-		}
-		return q, nil
+		return seqProcessor(q), nil
 	case "ByteLevel":
 		return noopProcessor{}, nil
 	case "TemplateProcessing":

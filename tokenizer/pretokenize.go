@@ -295,23 +295,11 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	}
 	switch typ {
 	case "Sequence":
-		var c struct {
-			Pre []json.RawMessage `json:"pretokenizers"`
+		q, err := parseSequence(raw, "pretokenizers", parsePreTokenizer)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q seqPre
-		for i, r := range c.Pre {
-			p, err := parsePreTokenizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if p != nil {
-				q = append(q, p)
-			}
-		}
-		return q, nil
+		return seqPre(q), nil
 	case "ByteLevel":
 		var c struct {
 			AddPrefixSpace *bool `json:"add_prefix_space"`

@@ -402,3 +402,29 @@ func tokenContent(raw json.RawMessage) (string, error) {
 	}
 	return o.Content, nil
 }
+
+// parseSequence parses the element list under key of a "Sequence"
+// component (normalizer, pre-tokenizer, post-processor or decoder) with
+// parse, dropping null elements.
+func parseSequence[T comparable](raw json.RawMessage, key string, parse func(json.RawMessage) (T, error)) ([]T, error) {
+	var c map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("Sequence: %w", err)
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(c[key], &list); c[key] != nil && err != nil {
+		return nil, fmt.Errorf("Sequence: %s: %w", key, err)
+	}
+	var q []T
+	var none T
+	for i, r := range list {
+		v, err := parse(r)
+		if err != nil {
+			return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
+		}
+		if v != none {
+			q = append(q, v)
+		}
+	}
+	return q, nil
+}

@@ -23,7 +23,7 @@ func (r *recorder) Fatalf(f string, a ...any) {
 	panic(fatal{})
 }
 
-func check(t *testing.T, b backends.Backend, emb []float64) (msgs []string) {
+func check(t *testing.T, b backends.Backend, emb []float64, dir string) (msgs []string) {
 	r := &recorder{}
 	defer func() {
 		if v := recover(); v != nil {
@@ -33,14 +33,16 @@ func check(t *testing.T, b backends.Backend, emb []float64) (msgs []string) {
 		}
 		msgs = r.msgs
 	}()
-	s := suite{t: r, b: b, c: config{tol: 1e-10, deterministic: true, ctx: 80}, emb: emb}
+	s := suite{t: r, b: b, c: config{tol: 1e-10, deterministic: true, ctx: 80}, emb: emb, dir: dir}
 	s.run()
 	return r.msgs
 }
 
-func openReference(t *testing.T) (*reference.Backend, []float64) {
+// openReference writes the qwen2 model of the given seed and opens the
+// reference on it.
+func openReference(t *testing.T, seed uint64) (*reference.Backend, []float64, string) {
 	dir := t.TempDir()
-	emb, err := WriteModel(dir, "qwen2", 4)
+	emb, err := WriteModel(dir, "qwen2", seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func openReference(t *testing.T) (*reference.Backend, []float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, emb
+	return b, emb, dir
 }
 
 // broken wraps the reference and breaks one part of the contract.
@@ -67,6 +69,9 @@ func (b *broken) Info() backends.Info {
 	i := b.Backend.Info()
 	if b.mode == "vocab" {
 		i.Vocab++
+	}
+	if b.mode == "precision" {
+		i.Precision = "int3"
 	}
 	return i
 }
@@ -125,8 +130,8 @@ func (b *broken) Score(ctx context.Context, w backends.Window, req backends.Requ
 }
 
 func TestSuitePassesReference(t *testing.T) {
-	b, emb := openReference(t)
-	if msgs := check(t, b, emb); len(msgs) != 0 {
+	b, emb, dir := openReference(t, 4)
+	if msgs := check(t, b, emb, dir); len(msgs) != 0 {
 		t.Errorf("reference fails the suite:\n%s", strings.Join(msgs, "\n"))
 	}
 }
@@ -147,8 +152,8 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 	}
 	for mode, want := range cases {
 		t.Run(mode, func(t *testing.T) {
-			ref, emb := openReference(t)
-			msgs := check(t, &broken{Backend: ref, mode: mode}, emb)
+			ref, emb, dir := openReference(t, 4)
+			msgs := check(t, &broken{Backend: ref, mode: mode}, emb, dir)
 			for _, m := range msgs {
 				if strings.Contains(m, want) {
 					return
@@ -156,6 +161,32 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 			}
 			t.Errorf("no failure mentioning %q; got %q", want, msgs)
 		})
+	}
+}
+
+// TestSuiteCatchesWrongModel: a backend that is exact and self-consistent
+// but computes another model (here: other weights of the same shapes, and
+// the embedding rows the suite expects) fails only the oracle check.
+func TestSuiteCatchesWrongModel(t *testing.T) {
+	_, emb, dir := openReference(t, 4)
+	other, _, _ := openReference(t, 5)
+	msgs := check(t, other, emb, dir)
+	found := false
+	for _, m := range msgs {
+		found = found || strings.Contains(m, "float64 oracle")
+	}
+	if !found {
+		t.Errorf("no oracle failure for a backend of other weights; got %q", msgs)
+	}
+}
+
+// TestSuiteAccuracyByPrecision: a backend reporting an unknown precision
+// must be given an explicit Accuracy.
+func TestSuiteAccuracyByPrecision(t *testing.T) {
+	ref, emb, dir := openReference(t, 4)
+	msgs := check(t, &broken{Backend: ref, mode: "precision"}, emb, dir)
+	if len(msgs) != 1 || !strings.Contains(msgs[0], `Info().Precision "int3" has no default oracle accuracy`) {
+		t.Errorf("got %q", msgs)
 	}
 }
 

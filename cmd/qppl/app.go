@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -43,7 +44,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		ExitErrHandler: func(*cli.Context, error) {}, // run maps errors to codes
-		Commands: []*cli.Command{
+		OnUsageError:   onUsageError(""),
+		Action:         rootAction,
+		Commands: usageErrors([]*cli.Command{
 			newEvalCmd(),
 			newCompareCmd(),
 			newPlotCmd(),
@@ -62,7 +65,59 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 					return nil
 				},
 			},
-		},
+		}),
+	}
+}
+
+// rootAction runs for "qppl" without a known command: help on stdout when
+// there is no argument, else a usage error naming the unknown command (cli's
+// own "No help topic" error would exit 3, the regression code).
+func rootAction(c *cli.Context) error {
+	if !c.Args().Present() {
+		return cli.ShowAppHelp(c)
+	}
+	return usageErr(fmt.Errorf("unknown command %q (see qppl --help)", c.Args().First()))
+}
+
+// usageErrors makes a flag that does not parse a usage error (exit 2) of
+// every command, reported in one line on stderr instead of cli's help text
+// on stdout.
+func usageErrors(cmds []*cli.Command) []*cli.Command {
+	for _, cmd := range cmds {
+		if cmd.OnUsageError == nil {
+			cmd.OnUsageError = onUsageError(cmd.Name)
+		}
+	}
+	return cmds
+}
+
+// onUsageError returns an OnUsageErrorFunc that maps a flag parsing error of
+// the command name ("" for qppl itself) to a usage error pointing at its help.
+func onUsageError(name string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		if name == "" {
+			return usageErr(fmt.Errorf("%w (see qppl --help)", err))
+		}
+		return usageErr(fmt.Errorf("%s: %w (see qppl %s --help)", name, err, name))
+	}
+}
+
+// requireFlags is a command's Before: every named flag must be set, else a
+// usage error (exit 2) naming them. It replaces cli's Required, whose error
+// exits 1 and prints the help text on stdout.
+func requireFlags(names ...string) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		var missing []string
+		for _, n := range names {
+			if !c.IsSet(n) {
+				missing = append(missing, "--"+n)
+			}
+		}
+		if len(missing) > 0 {
+			name := c.Command.FullName()
+			return usageErr(fmt.Errorf("%s: %s required (see qppl %s --help)", name, strings.Join(missing, ", "), name))
+		}
+		return nil
 	}
 }
 
@@ -98,7 +153,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
-		return ec.ExitCode()
+		// Only urfave/cli itself returns cli.Exit errors (e.g. "qppl help
+		// nosuch", code 3): they are usage errors, and 3 means a regression.
+		return exitUsage
 	}
 	return exitError
 }

@@ -23,10 +23,11 @@ func newFixtureCmd() *cli.Command {
 		Name:      "fixture",
 		Usage:     "write a tiny deterministic random model in Hugging Face layout",
 		UsageText: "qppl fixture --arch llama|mistral|qwen2|qwen3 [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
+		Before:    requireFlags("out"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "arch", Value: "llama", Usage: "llama, mistral, qwen2 or qwen3"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same options → byte-identical files)"},
-			&cli.StringFlag{Name: "out", Usage: "output directory (created if needed)", Required: true},
+			&cli.StringFlag{Name: "out", Usage: "output directory (created if needed)"},
 			&cli.StringFlag{Name: "preset", Usage: "smollm2: SmolLM2-135M shape (vocab 49152, hidden 576, 30 layers, BF16); size flags still override"},
 			&cli.IntFlag{Name: "vocab", Usage: "vocabulary size", DefaultText: "512"},
 			&cli.IntFlag{Name: "hidden", Usage: "hidden size", DefaultText: "64"},

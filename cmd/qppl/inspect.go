@@ -17,8 +17,9 @@ func newInspectCmd() *cli.Command {
 		Name:      "inspect",
 		Usage:     "print each Linear's stored format and compare_q's bits-per-weight accounting",
 		UsageText: "qppl inspect --model DIR [--json]",
+		Before:    requireFlags("model"),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "model directory", Required: true},
+			&cli.StringFlag{Name: "model", Usage: "model directory"},
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON"},
 		},
 		Action: func(c *cli.Context) error {

@@ -24,11 +24,11 @@ func plotFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "errorbars", Usage: "draw 95% intervals: PPL window bootstrap (else ±1.96 SE), KLD ±1.96 SE"},
 		&cli.StringFlag{Name: "title", Usage: "chart title"},
 		&cli.StringFlag{Name: "subtitle", Usage: `chart subtitle (default: "<dataset>, <windows> × <ctx> tokens")`},
-		&cli.Float64Flag{Name: "max-x", Usage: "do not plot results beyond this x value"},
-		&cli.Float64Flag{Name: "max-y", Usage: "do not plot results beyond this y value"},
+		&cli.Float64Flag{Name: "max-x", Usage: "do not plot results beyond this x value", DefaultText: "no limit"},
+		&cli.Float64Flag{Name: "max-y", Usage: "do not plot results beyond this y value", DefaultText: "no limit"},
 		&cli.StringFlag{Name: "mask", Usage: `keep only labels containing one of these ";"-separated substrings (case-insensitive)`},
 		&cli.Float64Flag{Name: "width", Value: 12, Usage: "image width in inches"},
-		&cli.Float64Flag{Name: "height", Usage: "image height in inches (default 8; kld-dist grows with the model count)"},
+		&cli.Float64Flag{Name: "height", Usage: "image height in inches", DefaultText: "8; kld-dist grows with the model count"},
 		&cli.IntFlag{Name: "dpi", Value: 144, Usage: "PNG resolution"},
 	}
 }
@@ -246,7 +246,10 @@ func interspersed(cmd *cli.Command) *cli.Command {
 			Writer:          c.App.Writer,
 			ErrWriter:       c.App.ErrWriter,
 			ExitErrHandler:  func(*cli.Context, error) {},
+			OnUsageError:    onUsageError(cmd.Name),
 			HideHelpCommand: true,
+			// a command's help, though an app runs it: "OPTIONS", not "GLOBAL OPTIONS"
+			CustomAppHelpTemplate: strings.ReplaceAll(cli.AppHelpTemplate, "GLOBAL OPTIONS:", "OPTIONS:"),
 		}
 		err := sub.RunContext(c.Context, append(append(append([]string{sub.Name}, opts...), "--"), pos...))
 		if err != nil && !ran {

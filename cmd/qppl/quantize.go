@@ -28,13 +28,14 @@ func newQuantizeCmd() *cli.Command {
 		UsageText: "qppl quantize --model DIR --scheme S --out DIR [--seed N] [--quantize-head] [--group-size N]",
 		Description: "Schemes:\n" + strings.Join(schemes, "\n") +
 			"\n\nA group size larger than a Linear's input gives one partial group; otherwise it must divide in_features (AWQ: always).",
+		Before: requireFlags("model", "scheme", "out"),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "dense source model directory", Required: true},
-			&cli.StringFlag{Name: "scheme", Usage: "quantization scheme (see below)", Required: true},
-			&cli.StringFlag{Name: "out", Usage: "output directory", Required: true},
+			&cli.StringFlag{Name: "model", Usage: "dense source model directory"},
+			&cli.StringFlag{Name: "scheme", Usage: "quantization scheme (see the list above)"},
+			&cli.StringFlag{Name: "out", Usage: "output directory"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random calibration activations and actorder importances"},
 			&cli.BoolFlag{Name: "quantize-head", Usage: "quantize lm_head too (not with tied embeddings)"},
-			&cli.IntFlag{Name: "group-size", Usage: "override the scheme's group size (group schemes only)"},
+			&cli.IntFlag{Name: "group-size", Usage: "override the scheme's group size (group schemes only)", DefaultText: "the scheme's"},
 		},
 		Action: func(c *cli.Context) error {
 			o := quantizeOptions{Model: c.String("model"), Out: c.String("out"), Scheme: c.String("scheme"),

@@ -39,14 +39,15 @@ type verifyOptions struct {
 
 func newVerifyCmd() *cli.Command {
 	fl := func(name, usage string) cli.Flag {
-		return &cli.Float64Flag{Name: name, Usage: usage + " (default: by precision, see docs/cuda.md)"}
+		return &cli.Float64Flag{Name: name, Usage: usage, DefaultText: "by precision, see docs/cuda.md"}
 	}
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "compare two backends' numerics (NLL, KL, top-1, PPL, per-layer hidden states) on identical windows",
 		UsageText: "qppl verify --model DIR [--backends reference,emu|cuda] [--windows N] [--ctx N] [--precision bf16|fp16|fp32] [--tokens FILE | --text FILE | --dataset wikitext2] [tolerances]",
+		Before:    requireFlags("model"),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "model directory", Required: true},
+			&cli.StringFlag{Name: "model", Usage: "model directory"},
 			&cli.StringFlag{Name: "backends", Value: "reference,emu", Usage: "two backends, the first emitting log-probs (reference)"},
 			&cli.StringFlag{Name: "precision", Usage: "precision of the second backend: bf16 (default), fp16, fp32"},
 			&cli.StringFlag{Name: "gpus", Usage: "GPU ids (cuda) or number of emulated devices as ids (emu), e.g. 0,1"},
@@ -56,7 +57,7 @@ func newVerifyCmd() *cli.Command {
 			&cli.StringFlag{Name: "dataset", Usage: "wikitext2"},
 			&cli.StringFlag{Name: "data", Usage: "file for --dataset"},
 			&cli.IntFlag{Name: "ctx", Value: 256, Usage: "window length"},
-			&cli.IntFlag{Name: "stride", Usage: "window stride (default: ctx)"},
+			&cli.IntFlag{Name: "stride", Usage: "window stride", DefaultText: "ctx"},
 			&cli.IntFlag{Name: "windows", Value: 2, Usage: "number of windows"},
 			&cli.IntFlag{Name: "probe-windows", Value: 1, Usage: "windows whose hidden states are compared (0: none)"},
 			&cli.StringFlag{Name: "json", Usage: "write the report as JSON to this file"},

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUsageErrors: every kind of command-line mistake exits 2 (README's
+// table) with one line on stderr naming the problem and nothing on stdout;
+// urfave/cli's defaults would exit 1 (unknown flag, missing required flag,
+// with the help text on stdout) or 3 (unknown command: the regression code).
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuch"}, `qppl: unknown command "nosuch" (see qppl --help)`},
+		{[]string{"help", "nosuch"}, "qppl: No help topic for 'nosuch'"},
+		{[]string{"--nosuch"}, "qppl: flag provided but not defined: -nosuch (see qppl --help)"},
+		{[]string{"eval", "--model", "m", "--nosuch"}, "qppl: eval: flag provided but not defined: -nosuch (see qppl eval --help)"},
+		{[]string{"eval", "--ctx", "x", "--model", "m"}, `qppl: eval: invalid value "x" for flag -ctx`},
+		{[]string{"eval", "--text", "t.txt"}, "qppl: eval: --model required (see qppl eval --help)"},
+		{[]string{"inspect"}, "qppl: inspect: --model required (see qppl inspect --help)"},
+		{[]string{"quantize", "--model", "m"}, "qppl: quantize: --scheme, --out required (see qppl quantize --help)"},
+		{[]string{"fixture"}, "qppl: fixture: --out required (see qppl fixture --help)"},
+		{[]string{"verify"}, "qppl: verify: --model required (see qppl verify --help)"},
+		{[]string{"plot", "r.json", "--nosuch"}, "qppl: plot: flag provided but not defined: -nosuch (see qppl plot --help)"},
+		{[]string{"merge", "--nosuch", "d"}, "qppl: merge: flag provided but not defined: -nosuch (see qppl merge --help)"},
+		{[]string{"compare", "--nosuch"}, "qppl: compare: flag provided but not defined: -nosuch (see qppl compare --help)"},
+	} {
+		code, stdout, stderr := runQPPL(t, tc.args...)
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("qppl %s: exit %d, stdout %q, stderr %q; want exit 2, no stdout, one line starting %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+	// Help is still help: stdout, exit 0, and a command run by an inner app
+	// (plot, merge) titles its flags OPTIONS like every other command.
+	for _, args := range [][]string{{}, {"--help"}, {"eval", "--help"}, {"plot", "--help"}, {"merge", "-h"}, {"help", "eval"}} {
+		code, stdout, stderr := runQPPL(t, args...)
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "USAGE:") || strings.Contains(stdout, "GLOBAL OPTIONS") && len(args) > 0 && args[0] != "--help" {
+			t.Errorf("qppl %s: exit %d, stderr %q, stdout %.200q", strings.Join(args, " "), code, stderr, stdout)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,7 +41,7 @@ func TestParseConfigDefaults(t *testing.T) {
 			got.TorchDtype != w.TorchDtype || got.SlidingWindow != w.SlidingWindow || got.RopeScaling != nil || got.QuantizationConfig != nil {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.json, *got, w)
 		}
-		if len(got.EOSTokenIDs) != len(c.eos) {
+		if !slices.Equal(got.EOSTokenIDs, c.eos) {
 			t.Errorf("%s: eos ids %v want %v", c.json, got.EOSTokenIDs, c.eos)
 		}
 	}

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -100,6 +104,35 @@ func onUsageError(name string) cli.OnUsageErrorFunc {
 		}
 		return usageErr(fmt.Errorf("%s: %w (see qppl %s --help)", name, err, name))
 	}
+}
+
+// checkOutputDirs checks, before a command runs, that the directory of each
+// output file (flag name → path; "" = not given) exists, so that a long run
+// never ends in "no such file or directory".
+func checkOutputDirs(cmd string, outs map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(outs)) {
+		p := outs[name]
+		if p == "" {
+			continue
+		}
+		d := filepath.Dir(p)
+		if fi, err := os.Stat(d); err != nil {
+			return fmt.Errorf("%s: --%s %s: directory %s: %w", cmd, name, p, d, err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("%s: --%s %s: %s is not a directory", cmd, name, p, d)
+		}
+	}
+	return nil
+}
+
+// checkBackendName rejects an unknown --backend before any data is read
+// (openBackend, which opens it, runs after tokenization).
+func checkBackendName(name string) error {
+	switch name {
+	case "", "reference", "emu", "cuda":
+		return nil
+	}
+	return fmt.Errorf("unknown backend %q (want reference, emu or cuda)", name)
 }
 
 // requireFlags is a command's Before: every named flag must be set, else a

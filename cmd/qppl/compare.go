@@ -91,6 +91,12 @@ func runCompare(c *cli.Context) error {
 			return usageErr(fmt.Errorf("--plot: %w", err))
 		}
 	}
+	if err := checkBackendName(c.String("backend")); err != nil {
+		return usageErr(fmt.Errorf("compare: %w", err))
+	}
+	if err := checkOutputDirs("compare", map[string]string{"json": c.String("json"), "plot": c.String("plot")}); err != nil {
+		return usageErr(err)
+	}
 	th := suite.DefaultThresholds
 	if th.MaxPPLIncrease, err = suite.ParseFraction(c.String("max-ppl-increase")); err != nil {
 		return usageErr(fmt.Errorf("--max-ppl-increase %w", err))

@@ -415,7 +415,17 @@ func (o *evalOptions) check(method compare.Method) error {
 	if o.KLDAllPos && o.KLDMode == string(compare.KLScored) {
 		return errors.New("eval: --kld-all-positions contradicts --kld-mode scored")
 	}
-	return nil
+	if err := checkBackendName(o.Backend.Name); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if o.TokensOut != "" {
+		if ext := strings.ToLower(filepath.Ext(o.TokensOut)); ext != ".jsonl" && ext != ".csv" {
+			return fmt.Errorf("eval: --tokens-out %s: want a .jsonl or .csv file name", o.TokensOut)
+		}
+	}
+	// Output files are written after the run: a directory that is not there
+	// must not cost the run.
+	return checkOutputDirs("eval", map[string]string{"json": o.JSON, "nll-out": o.NLLOut, "tokens-out": o.TokensOut, "save-logits": o.SaveLogits})
 }
 
 // klMode is the KL mode asked for on the command line ("" = not given).

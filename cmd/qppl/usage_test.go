@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,6 +11,7 @@ import (
 // urfave/cli's defaults would exit 1 (unknown flag, missing required flag,
 // with the help text on stdout) or 3 (unknown command: the regression code).
 func TestUsageErrors(t *testing.T) {
+	missingDir := filepath.Join(t.TempDir(), "nosuch", "out.json")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -27,6 +29,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"plot", "r.json", "--nosuch"}, "qppl: plot: flag provided but not defined: -nosuch (see qppl plot --help)"},
 		{[]string{"merge", "--nosuch", "d"}, "qppl: merge: flag provided but not defined: -nosuch (see qppl merge --help)"},
 		{[]string{"compare", "--nosuch"}, "qppl: compare: flag provided but not defined: -nosuch (see qppl compare --help)"},
+		// Checked before the model, the data or the run: a long run must not
+		// end in an error about its flags.
+		{[]string{"eval", "--model", "m", "--text", "t", "--backend", "gpu"}, `qppl: eval: unknown backend "gpu" (want reference, emu or cuda)`},
+		{[]string{"eval", "--model", "m", "--text", "t", "--json", missingDir}, "qppl: eval: --json " + missingDir + ": directory " + filepath.Dir(missingDir) + ": stat "},
+		{[]string{"eval", "--model", "m", "--text", "t", "--nll-out", missingDir}, "qppl: eval: --nll-out " + missingDir + ": directory "},
+		{[]string{"eval", "--model", "m", "--text", "t", "--save-logits", missingDir}, "qppl: eval: --save-logits " + missingDir + ": directory "},
+		{[]string{"eval", "--model", "m", "--text", "t", "--tokens-out", "dump.txt"}, "qppl: eval: --tokens-out dump.txt: want a .jsonl or .csv file name"},
+		{[]string{"compare", "--model", "m", "--text", "t", "--backend", "gpu"}, `qppl: compare: unknown backend "gpu" (want reference, emu or cuda)`},
+		{[]string{"compare", "--model", "m", "--text", "t", "--plot", missingDir + ".png"}, "qppl: compare: --plot " + missingDir + ".png: directory "},
 	} {
 		code, stdout, stderr := runQPPL(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {

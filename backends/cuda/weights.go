@@ -215,7 +215,7 @@ func prepareLinear(l quant.Linear, odt device.DType) (*hostLinear, error) {
 		}
 		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
 			g, b := grid1(n)
-			return d.Launch(device.KDqDense, g, b, 0, dst, int32(odt), p[0], int32(idt), int32(n))
+			return d.Launch(device.KDqDense, g, b, 0, dst, int32(odt), p[0], int32(idt), N, K)
 		}
 	case *quant.PackedInt:
 		sdt, ok := dtypeCode(q.ScaleDType)

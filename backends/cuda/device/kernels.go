@@ -45,7 +45,7 @@ func Kernels() map[string]KernelInfo {
 		KRMSNorm:     {"pppiif", "norm"},
 		KAttention:   {"ppppiiiifi", "attention"},
 		KLogitsStats: {"piipppippip", "logits"},
-		KDqDense:     {"pipii", "dequant"},
+		KDqDense:     {"pipiii", "dequant"},
 		KDqCTPack:    {"piiipiiipiiipipi", "dequant"},
 		KDqNVFP4:     {"piiippfii", "dequant"},
 		KDqFP8:       {"piiippiiii", "dequant"},

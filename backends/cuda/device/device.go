@@ -102,6 +102,37 @@ func (g Gemm) Validate() error {
 	return nil
 }
 
+// Launch limits shared by every GPU the kernels target (compute
+// capability 8.0 and later). The emulator enforces them too, so a launch
+// that a GPU would refuse fails in the default build's tests.
+const (
+	MaxBlockThreads = 1024      // threads per block
+	MaxBlockZ       = 64        // blockDim.z
+	MaxGridX        = 1<<31 - 1 // gridDim.x
+	MaxGridYZ       = 65535     // gridDim.y and gridDim.z
+	// MaxDynamicShared is the dynamic shared memory a launch may request
+	// without opting in through cuFuncSetAttribute (which the gpu package
+	// does not do); the kernels' static __shared__ arrays (≤ 256 bytes)
+	// count against the same 48 KB.
+	MaxDynamicShared = 48<<10 - 256
+)
+
+// CheckGeometry checks a launch's grid, block and dynamic shared memory
+// against the limits above.
+func CheckGeometry(name string, grid, block Dim3, sharedBytes int) error {
+	switch {
+	case grid.X <= 0 || grid.Y <= 0 || grid.Z <= 0 || block.X <= 0 || block.Y <= 0 || block.Z <= 0:
+		return fmt.Errorf("launch %s: bad geometry grid %v block %v", name, grid, block)
+	case grid.X > MaxGridX || grid.Y > MaxGridYZ || grid.Z > MaxGridYZ:
+		return fmt.Errorf("launch %s: grid %v exceeds the CUDA limits (x ≤ %d, y and z ≤ %d)", name, grid, MaxGridX, MaxGridYZ)
+	case block.X > MaxBlockThreads || block.Y > MaxBlockThreads || block.Z > MaxBlockZ || block.Count() > MaxBlockThreads:
+		return fmt.Errorf("launch %s: block %v exceeds the CUDA limits (%d threads, z ≤ %d)", name, block, MaxBlockThreads, MaxBlockZ)
+	case sharedBytes < 0 || sharedBytes > MaxDynamicShared:
+		return fmt.Errorf("launch %s: %d bytes of dynamic shared memory (limit %d without opt-in)", name, sharedBytes, MaxDynamicShared)
+	}
+	return nil
+}
+
 // ErrOutOfMemory is wrapped by Alloc when the device has no room.
 var ErrOutOfMemory = errors.New("out of device memory")
 

@@ -176,8 +176,8 @@ func (d *Device) Launch(kernel string, grid, block device.Dim3, sharedBytes int,
 	if err := device.CheckArgs(kernel, C.GoString(k.sig), args); err != nil {
 		return fmt.Errorf("%s: %w", d.opt.Name, err)
 	}
-	if grid.X <= 0 || grid.Y <= 0 || grid.Z <= 0 || block.X <= 0 || block.Y <= 0 || block.Z <= 0 {
-		return fmt.Errorf("%s: launch %s: bad geometry grid %v block %v", d.opt.Name, kernel, grid, block)
+	if err := device.CheckGeometry(kernel, grid, block, sharedBytes); err != nil {
+		return fmt.Errorf("%s: %w", d.opt.Name, err)
 	}
 	vals := make([]C.uint64_t, len(args)+1)
 	for i, a := range args {

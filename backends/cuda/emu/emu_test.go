@@ -78,6 +78,15 @@ func TestLaunchArgumentChecks(t *testing.T) {
 	if err := d.Launch("nope", device.D1(1), device.D1(1), 0); err == nil {
 		t.Error("unknown kernel accepted")
 	}
+	// Geometry a GPU refuses is refused here too (device.CheckGeometry).
+	for _, g := range []struct {
+		grid, block device.Dim3
+		shared      int
+	}{{device.Dim3{X: 1, Y: 65536, Z: 1}, device.D1(1), 0}, {device.D1(1), device.D1(1025), 0}, {device.D1(1), device.D1(1), 48 << 10}} {
+		if err := d.Launch(device.KFill, g.grid, g.block, g.shared, p, int32(0), float32(1)); err == nil {
+			t.Errorf("grid %v block %v shared %d accepted", g.grid, g.block, g.shared)
+		}
+	}
 }
 
 func TestOutOfMemory(t *testing.T) {

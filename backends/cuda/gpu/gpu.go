@@ -29,6 +29,7 @@ import "C"
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -154,8 +155,11 @@ func (d *Device) Alloc(bytes int64) (device.Ptr, error) {
 		p, err = cu.MemAlloc(bytes)
 		return err
 	})
-	if err != nil {
+	if errors.Is(err, cu.OutOfMemory) {
 		return 0, fmt.Errorf("%s: alloc %d bytes: %v: %w", d.name, bytes, err, device.ErrOutOfMemory)
+	}
+	if err != nil { // not every failure is a full device (closed device, bad context, zero size)
+		return 0, fmt.Errorf("%s: alloc %d bytes: %w", d.name, bytes, err)
 	}
 	return device.Ptr(p), nil
 }
@@ -192,6 +196,9 @@ func (d *Device) Launch(kernel string, grid, block device.Dim3, sharedBytes int,
 		return fmt.Errorf("%s: unknown kernel %q", d.name, kernel)
 	}
 	if err := device.CheckArgs(kernel, info.Sig, args); err != nil {
+		return fmt.Errorf("%s: %w", d.name, err)
+	}
+	if err := device.CheckGeometry(kernel, grid, block, sharedBytes); err != nil {
 		return fmt.Errorf("%s: %w", d.name, err)
 	}
 	slots := make([]uint64, len(args))

@@ -108,14 +108,20 @@ func onUsageError(name string) cli.OnUsageErrorFunc {
 
 // checkOutputDirs checks, before a command runs, that the directory of each
 // output file (flag name → path; "" = not given) exists, so that a long run
-// never ends in "no such file or directory".
-func checkOutputDirs(cmd string, outs map[string]string) error {
+// never ends in "no such file or directory". runDir ("" = none) and its
+// parents count as existing: the command creates them before it runs.
+func checkOutputDirs(cmd string, outs map[string]string, runDir string) error {
 	for _, name := range slices.Sorted(maps.Keys(outs)) {
 		p := outs[name]
 		if p == "" {
 			continue
 		}
 		d := filepath.Dir(p)
+		if runDir != "" {
+			if rel, err := filepath.Rel(d, filepath.Clean(runDir)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				continue // d is runDir or one of its parents
+			}
+		}
 		if fi, err := os.Stat(d); err != nil {
 			return fmt.Errorf("%s: --%s %s: directory %s: %w", cmd, name, p, d, err)
 		} else if !fi.IsDir() {

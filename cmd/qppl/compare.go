@@ -94,7 +94,7 @@ func runCompare(c *cli.Context) error {
 	if err := checkBackendName(c.String("backend")); err != nil {
 		return usageErr(fmt.Errorf("compare: %w", err))
 	}
-	if err := checkOutputDirs("compare", map[string]string{"json": c.String("json"), "plot": c.String("plot")}); err != nil {
+	if err := checkOutputDirs("compare", map[string]string{"json": c.String("json"), "plot": c.String("plot")}, c.String("run-dir")); err != nil {
 		return usageErr(err)
 	}
 	th := suite.DefaultThresholds

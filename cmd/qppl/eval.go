@@ -207,6 +207,13 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	specHash := spec.Hash()
 
+	// Output files are written after the run: a directory that is not there
+	// must not cost the run. (--run-dir is created later, with its parents,
+	// which the outputs may share, so only those are taken as existing.)
+	if err := checkOutputDirs("eval", map[string]string{"json": o.JSON, "nll-out": o.NLLOut, "tokens-out": o.TokensOut, "save-logits": o.SaveLogits}, o.RunDir); err != nil {
+		return usageErr(err)
+	}
+
 	// Base log-probs: read (--kld-base) or write (--save-logits).
 	var base *compare.Store
 	klMode := compare.KLScored
@@ -423,9 +430,7 @@ func (o *evalOptions) check(method compare.Method) error {
 			return fmt.Errorf("eval: --tokens-out %s: want a .jsonl or .csv file name", o.TokensOut)
 		}
 	}
-	// Output files are written after the run: a directory that is not there
-	// must not cost the run.
-	return checkOutputDirs("eval", map[string]string{"json": o.JSON, "nll-out": o.NLLOut, "tokens-out": o.TokensOut, "save-logits": o.SaveLogits})
+	return nil
 }
 
 // klMode is the KL mode asked for on the command line ("" = not given).

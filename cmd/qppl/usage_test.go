@@ -12,6 +12,7 @@ import (
 // with the help text on stdout) or 3 (unknown command: the regression code).
 func TestUsageErrors(t *testing.T) {
 	missingDir := filepath.Join(t.TempDir(), "nosuch", "out.json")
+	model, tokens := evalFixture(t, 1, 40)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -32,9 +33,10 @@ func TestUsageErrors(t *testing.T) {
 		// Checked before the model, the data or the run: a long run must not
 		// end in an error about its flags.
 		{[]string{"eval", "--model", "m", "--text", "t", "--backend", "gpu"}, `qppl: eval: unknown backend "gpu" (want reference, emu or cuda)`},
-		{[]string{"eval", "--model", "m", "--text", "t", "--json", missingDir}, "qppl: eval: --json " + missingDir + ": directory " + filepath.Dir(missingDir) + ": stat "},
-		{[]string{"eval", "--model", "m", "--text", "t", "--nll-out", missingDir}, "qppl: eval: --nll-out " + missingDir + ": directory "},
-		{[]string{"eval", "--model", "m", "--text", "t", "--save-logits", missingDir}, "qppl: eval: --save-logits " + missingDir + ": directory "},
+		{[]string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--json", missingDir}, "qppl: eval: --json " + missingDir + ": directory " + filepath.Dir(missingDir) + ": stat "},
+		{[]string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--nll-out", missingDir}, "qppl: eval: --nll-out " + missingDir + ": directory "},
+		{[]string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--save-logits", missingDir}, "qppl: eval: --save-logits " + missingDir + ": directory "},
+		{[]string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--json", tokens + "/r.json"}, "qppl: eval: --json " + tokens + "/r.json: " + tokens + " is not a directory"},
 		{[]string{"eval", "--model", "m", "--text", "t", "--tokens-out", "dump.txt"}, "qppl: eval: --tokens-out dump.txt: want a .jsonl or .csv file name"},
 		{[]string{"compare", "--model", "m", "--text", "t", "--backend", "gpu"}, `qppl: compare: unknown backend "gpu" (want reference, emu or cuda)`},
 		{[]string{"compare", "--model", "m", "--text", "t", "--plot", missingDir + ".png"}, "qppl: compare: --plot " + missingDir + ".png: directory "},

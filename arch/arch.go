@@ -76,6 +76,12 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
 	}
 	s.SlidingWindow = cfg.SlidingWindow
+	// ParseConfig guarantees these; a Config built in code may not, and a
+	// zero KVHeads would divide by zero below.
+	if s.Vocab <= 0 || s.Hidden <= 0 || s.Intermediate <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 {
+		return nil, fmt.Errorf("%w: sizes must be positive: vocab %d, hidden %d, intermediate %d, layers %d, heads %d, key/value heads %d",
+			ErrUnsupported, s.Vocab, s.Hidden, s.Intermediate, s.Layers, s.Heads, s.KVHeads)
+	}
 	if s.HeadDim <= 0 || s.HeadDim%2 != 0 {
 		return nil, fmt.Errorf("%w: head_dim %d must be positive and even", ErrUnsupported, s.HeadDim)
 	}

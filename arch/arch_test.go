@@ -101,6 +101,17 @@ func TestForUnsupported(t *testing.T) {
 	if cm := cfg(t, `{"model_type":"qwen2",`+base+`,"mlp_bias":true}`); cm.MLPBias {
 		t.Error("qwen2 mlp_bias read (Qwen2MLP has no bias)")
 	}
+	for _, zero := range []func(*checkpoint.Config){
+		func(c *checkpoint.Config) { c.NumKeyValueHeads = 0 },
+		func(c *checkpoint.Config) { c.NumAttentionHeads = 0 },
+		func(c *checkpoint.Config) { c.VocabSize = -1 },
+	} {
+		bad = *c
+		zero(&bad)
+		if _, err := For(&bad); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "sizes must be positive") {
+			t.Errorf("zero size %+v: %v", bad, err)
+		}
+	}
 	if _, err := For(nil); err == nil {
 		t.Error("nil config accepted")
 	}

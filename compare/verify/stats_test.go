@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -90,6 +91,16 @@ func TestStatisticsHandComputed(t *testing.T) {
 		t.Errorf("pass %v, failures:\n%s", rep.Pass, got)
 	}
 
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"first":"fake fp32"`, `"ppl":[`, `"max_nll":1,`, `"hidden_rel":0.001`, `"top1_agreement":`, `"pass":false`} {
+		if !strings.Contains(string(js), key) {
+			t.Errorf("JSON report lacks %s: %s", key, js)
+		}
+	}
+
 	// A NaN NLL in the second backend is an infinite difference, never a pass.
 	b.nll = []float64{1, math.NaN(), 3}
 	b.top = a.top
@@ -99,5 +110,19 @@ func TestStatisticsHandComputed(t *testing.T) {
 	}
 	if rep.Pass || !math.IsInf(rep.MaxAbsNLL, 1) || rep.MaxPosition != 3 {
 		t.Errorf("NaN NLL: pass %v, max |ΔNLL| %v at position %d", rep.Pass, rep.MaxAbsNLL, rep.MaxPosition)
+	}
+	// ... and the report stays writable (JSON has no NaN or infinity).
+	rep.Points = []PointError{{Layer: 0, Site: "attn_out", RelErr: math.NaN(), MaxAbs: math.Inf(1)}}
+	js, err = json.MarshalIndent(rep, "", " ")
+	if err != nil {
+		t.Fatalf("JSON of a report with non-finite figures: %v", err)
+	}
+	for _, key := range []string{`"max_abs_dnll": "+Inf"`, `"ppl": [`, `"rel_err": "NaN"`, `"max_abs": "+Inf"`, `"site": "attn_out"`} {
+		if !strings.Contains(string(js), key) {
+			t.Errorf("JSON report lacks %s: %s", key, js)
+		}
+	}
+	if strings.Contains(string(js), "first_bad") {
+		t.Errorf("omitempty first_bad written: %s", js)
 	}
 }

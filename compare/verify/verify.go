@@ -2,10 +2,13 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
+	"strings"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
@@ -13,12 +16,12 @@ import (
 
 // Tolerances bound the differences Run accepts.
 type Tolerances struct {
-	MaxNLL   float64 // max |ΔNLL| over all scored tokens
-	MeanNLL  float64 // mean |ΔNLL|
-	MeanKL   float64 // mean KL(first ‖ second)
-	MinTop1  float64 // minimum fraction of tokens with the same top-1
-	PPLRel   float64 // |PPL_second / PPL_first − 1|
-	HiddenRe float64 // relative L2 error of any probed hidden state
+	MaxNLL   float64 `json:"max_nll"`    // max |ΔNLL| over all scored tokens
+	MeanNLL  float64 `json:"mean_nll"`   // mean |ΔNLL|
+	MeanKL   float64 `json:"mean_kl"`    // mean KL(first ‖ second)
+	MinTop1  float64 `json:"min_top1"`   // minimum fraction of tokens with the same top-1
+	PPLRel   float64 `json:"ppl_rel"`    // |PPL_second / PPL_first − 1|
+	HiddenRe float64 `json:"hidden_rel"` // relative L2 error of any probed hidden state
 }
 
 // DefaultTolerances returns the tolerances for a second backend computing
@@ -78,23 +81,24 @@ type PointError struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	First, Second string  // backend names (with precision)
-	Windows       int     `json:"windows"`
-	Tokens        int     `json:"tokens"`
-	MaxAbsNLL     float64 `json:"max_abs_dnll"`
-	MaxWindow     int     `json:"max_window"`   // window index of the largest |ΔNLL|
-	MaxPosition   int     `json:"max_position"` // its target position
-	MeanAbsNLL    float64 `json:"mean_abs_dnll"`
-	RMSNLL        float64 `json:"rms_dnll"`
-	MeanKL        float64 `json:"mean_kl"`
-	MaxKL         float64 `json:"max_kl"`
-	Top1Agree     float64 `json:"top1_agreement"`
-	PPL           [2]float64
-	Points        []PointError `json:"points,omitempty"`
-	FirstBad      *PointError  `json:"first_bad,omitempty"` // first probe point (forward order) beyond HiddenRe
-	Tolerances    Tolerances   `json:"tolerances"`
-	Failures      []string     `json:"failures,omitempty"`
-	Pass          bool         `json:"pass"`
+	First       string       `json:"first"`  // backend name and precision
+	Second      string       `json:"second"` // backend name and precision
+	Windows     int          `json:"windows"`
+	Tokens      int          `json:"tokens"`
+	MaxAbsNLL   float64      `json:"max_abs_dnll"`
+	MaxWindow   int          `json:"max_window"`   // window index of the largest |ΔNLL|
+	MaxPosition int          `json:"max_position"` // its target position
+	MeanAbsNLL  float64      `json:"mean_abs_dnll"`
+	RMSNLL      float64      `json:"rms_dnll"`
+	MeanKL      float64      `json:"mean_kl"`
+	MaxKL       float64      `json:"max_kl"`
+	Top1Agree   float64      `json:"top1_agreement"`
+	PPL         [2]float64   `json:"ppl"` // of the first and the second backend
+	Points      []PointError `json:"points,omitempty"`
+	FirstBad    *PointError  `json:"first_bad,omitempty"` // first probe point (forward order) beyond HiddenRe
+	Tolerances  Tolerances   `json:"tolerances"`
+	Failures    []string     `json:"failures,omitempty"`
+	Pass        bool         `json:"pass"`
 }
 
 // rows is an in-memory BaseLogProbs: the first backend's log-probs of one
@@ -309,4 +313,65 @@ func (r *Report) Write(w io.Writer) {
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "  %s\n", f)
 	}
+}
+
+// MarshalJSON writes the report with the field names of its tags. JSON has
+// no NaN or infinity, and those are exactly the figures of a broken kernel
+// (an infinite |ΔNLL|, a NaN KL): they are written as the strings "NaN",
+// "+Inf" and "-Inf" instead of making the whole report unwritable.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type plain Report // no MarshalJSON: the default encoding
+	return json.Marshal(finiteJSON(reflect.ValueOf(plain(*r))))
+}
+
+// finiteJSON converts v into a value encoding/json accepts: structs become
+// maps keyed by their json tags (omitempty honoured), non-finite floats
+// become strings.
+func finiteJSON(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		switch {
+		case math.IsNaN(f):
+			return "NaN"
+		case math.IsInf(f, 1):
+			return "+Inf"
+		case math.IsInf(f, -1):
+			return "-Inf"
+		}
+		return f
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return finiteJSON(v.Elem())
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			return nil
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = finiteJSON(v.Index(i))
+		}
+		return out
+	case reflect.Struct:
+		out := map[string]any{}
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if opts == "omitempty" && v.Field(i).IsZero() {
+				continue
+			}
+			out[name] = finiteJSON(v.Field(i))
+		}
+		return out
+	}
+	return v.Interface()
 }

@@ -3,9 +3,10 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -100,9 +101,12 @@ func defaultsFor(modelType string) (modelDefaults, bool) {
 // LoadConfig reads and parses the config.json of a model directory.
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, ConfigFile)
-	data, err := os.ReadFile(path)
+	data, err := readSmallFile(path, ErrConfig)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotFound, path, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrNotFound, path, err)
+		}
+		return nil, err
 	}
 	return ParseConfig(data, path)
 }

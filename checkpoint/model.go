@@ -37,12 +37,12 @@ type Model struct {
 // validated; no tensor data is read.
 func OpenDir(dir string) (*Model, error) {
 	cfgPath := filepath.Join(dir, ConfigFile)
-	data, err := os.ReadFile(cfgPath)
+	data, err := readSmallFile(cfgPath, ErrConfig)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s: no %s in the model directory", ErrNotFound, cfgPath, ConfigFile)
 		}
-		return nil, fmt.Errorf("reading %s: %w", cfgPath, err)
+		return nil, err
 	}
 	cfg, err := ParseConfig(data, cfgPath)
 	if err != nil {
@@ -71,12 +71,12 @@ func (m *Model) openTensors() error {
 		return nil
 	}
 	idxPath := filepath.Join(m.Dir, IndexFile)
-	data, err := os.ReadFile(idxPath)
+	data, err := readSmallFile(idxPath, ErrFormat)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w: %s: neither %s nor %s", ErrNotFound, m.Dir, SafetensorsFile, IndexFile)
 		}
-		return fmt.Errorf("reading %s: %w", idxPath, err)
+		return err
 	}
 	idx, err := ParseIndex(data, idxPath)
 	if err != nil {
@@ -111,6 +111,34 @@ func (m *Model) openTensors() error {
 	return nil
 }
 
+// MaxJSONFileSize bounds config.json and model.safetensors.index.json (real
+// ones are kilobytes to a few megabytes), so that a huge or endless file
+// (a FIFO, /dev/zero) is rejected instead of read into memory.
+const MaxJSONFileSize = MaxHeaderSize
+
+// readSmallFile reads a JSON file of at most MaxJSONFileSize bytes; a larger
+// one is an error wrapping sentinel, naming the file. Errors from the file
+// system keep their fs error (errors.Is(err, fs.ErrNotExist) holds).
+func readSmallFile(path string, sentinel error) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.Close()
+	tooBig := fmt.Errorf("%w: %s: larger than %d bytes", sentinel, path, MaxJSONFileSize)
+	if st, err := f.Stat(); err == nil && st.Size() > MaxJSONFileSize {
+		return nil, tooBig // a regular file: known before reading
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxJSONFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(data) > MaxJSONFileSize {
+		return nil, tooBig
+	}
+	return data, nil
+}
+
 func (m *Model) openFile(path string) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -122,7 +150,7 @@ func (m *Model) openFile(path string) (*File, error) {
 	m.closers = append(m.closers, fh)
 	st, err := fh.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s: not a regular file", ErrFormat, path)

@@ -125,6 +125,16 @@ func TestOpenDirErrors(t *testing.T) {
 		}, ErrFormat, []string{"is not a plain file name"}},
 		{"empty weight map", func(t *testing.T, dir string) { write(t, dir, IndexFile, `{"weight_map":{}}`) }, ErrFormat, []string{"empty or missing weight_map"}},
 		{"index not json", func(t *testing.T, dir string) { write(t, dir, IndexFile, `{`) }, ErrFormat, []string{IndexFile}},
+		{"huge index", func(t *testing.T, dir string) {
+			if err := os.Truncate(filepath.Join(dir, IndexFile), MaxJSONFileSize+1); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrFormat, []string{IndexFile, "larger than 100000000 bytes"}},
+		{"huge config", func(t *testing.T, dir string) {
+			if err := os.Truncate(filepath.Join(dir, ConfigFile), MaxJSONFileSize+1); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrConfig, []string{ConfigFile, "larger than 100000000 bytes"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

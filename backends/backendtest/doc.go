@@ -31,5 +31,6 @@
 //     wrong but self-consistent distribution would pass every check above.
 //
 // It fails the test (t.Errorf) naming the architecture, window and position
-// of every violation. It imports package checkpoint only to write models.
+// of every violation. It imports package checkpoint to write and read the
+// models, and package internal/oracle for the independent expected values.
 package backendtest

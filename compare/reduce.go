@@ -105,6 +105,11 @@ type ReduceOptions struct {
 	Method Method
 	// Words and Bytes are lm-eval's denominators (Σ over the documents).
 	Words, Bytes int64
+	// Ctx and Stride are the hf-strided window options: every window after
+	// the first has its first Ctx-Stride labels masked, which sets its
+	// weight in HFGuidePPL. 0 = unknown: a window is taken as masked when
+	// First > 1, which misses the one masked label of Stride = Ctx-1.
+	Ctx, Stride int
 	// KLMode is "scored" or "compare_q", copied into KLDStats.Mode.
 	KLMode string
 	// TopK is the K of WindowResult.TopKOverlap (0 or 1: none).
@@ -177,15 +182,22 @@ func Reduce(ws []WindowResult, o ReduceOptions) (Result, error) {
 	switch o.Method {
 	case MethodHFStrided:
 		// nll_sum += loss * (num_valid - batch_size): the loss is the window
-		// mean over its targets; num_valid - 1 equals the targets for a
-		// window without masked labels (First == 1), targets-1 otherwise.
+		// mean over its targets; num_valid counts the labels that are not
+		// -100. Without masked labels (the first window; every window when
+		// Stride == Ctx) the shift drops label 0, so num_valid - 1 equals the
+		// targets; with m >= 1 masked labels (m = Ctx-Stride) the dropped
+		// label 0 is a masked one, so num_valid - 1 is targets-1.
 		var num, den float64
 		for i, w := range order {
 			if winN[i] == 0 {
 				continue
 			}
+			masked := w.First > 1
+			if o.Ctx > 0 && o.Stride > 0 {
+				masked = w.Index > 0 && o.Ctx > o.Stride
+			}
 			weight := float64(winN[i])
-			if w.First > 1 {
+			if masked {
 				weight--
 			}
 			num += winSum[i] / float64(winN[i]) * weight

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -228,4 +229,62 @@ func TestReduceMethodExtras(t *testing.T) {
 	near(t, "byte ppl", m.BytePerplexity, math.Exp(18.0/30), 1e-15)
 	near(t, "bpb", m.BitsPerByte, 18.0/30/math.Ln2, 1e-15)
 	near(t, "ll", m.LogLikelihood, -18, 0)
+}
+
+// HFGuidePPL against the Hugging Face guide's loop simulated label by label
+// (target_ids[:, :-trg_len] = -100, the model's shift drops label 0,
+// nll_sum += mean_loss·(num_valid - 1)), for strides that mask 0, 1 and
+// several labels per window; token j's NLL is a known function of j.
+func TestHFGuidePPLLoop(t *testing.T) {
+	nllOf := func(j int) float64 { return 1 + float64(j%7)/8 + float64(j%3)/32 }
+	const n, ctx = 53, 8
+	for _, stride := range []int{8, 7, 5, 1} {
+		// The guide's loop.
+		var nllSum, nTok float64
+		prevEnd := 0
+		for begin := 0; begin < n; begin += stride {
+			end := min(begin+ctx, n)
+			trg := end - prevEnd
+			valid := make([]bool, end-begin) // labels of the window
+			numValid := 0
+			for k := range valid {
+				valid[k] = k >= end-begin-trg
+				if valid[k] {
+					numValid++
+				}
+			}
+			var s float64
+			var c int
+			for k := 1; k < end-begin; k++ { // shift: label 0 is never scored
+				if valid[k] {
+					s += nllOf(begin + k)
+					c++
+				}
+			}
+			nllSum += s / float64(c) * float64(numValid-1)
+			nTok += float64(numValid - 1)
+			prevEnd = end
+			if end == n {
+				break
+			}
+		}
+		want := math.Exp(nllSum / nTok)
+
+		ws, err := Windows(seq(n), WindowOptions{Method: MethodHFStrided, Ctx: ctx, Stride: stride})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrs := make([]WindowResult, len(ws))
+		for i, w := range ws {
+			wrs[i] = WindowResult{Index: w.Index, First: w.First, Len: len(w.Tokens)}
+			for p := w.First; p < len(w.Tokens); p++ {
+				wrs[i].NLL = append(wrs[i].NLL, nllOf(int(w.Tokens[p])))
+			}
+		}
+		r, err := Reduce(wrs, ReduceOptions{Method: MethodHFStrided, Ctx: ctx, Stride: stride, Bootstrap: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("stride %d: hf guide", stride), r.HFGuidePPL, want, 1e-14)
+	}
 }

@@ -198,7 +198,7 @@ func ScoredTokens(ws []backends.Window) int64 {
 
 // Document is one lm-eval document: its token ids (tokenized without
 // special tokens) and the word and byte counts of its original page text
-// (lm-eval counts both on the un-detokenized page; see LMEvalWordCount).
+// (lm-eval counts both on the un-detokenized page: len(re.split(r"\s+", page)) and its UTF-8 bytes).
 type Document struct {
 	Tokens []int32
 	Words  int

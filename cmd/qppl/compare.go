@@ -541,7 +541,7 @@ func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Res
 		}
 	}
 	wrs := append(slices.Clip(done), fresh...)
-	r, err = compare.Reduce(wrs, compare.ReduceOptions{Method: compare.Method(d.Info.Method), KLMode: d.KLMode, TopK: e.topK})
+	r, err = compare.Reduce(wrs, compare.ReduceOptions{Method: compare.Method(d.Info.Method), KLMode: d.KLMode, TopK: e.topK, Ctx: d.Info.Ctx, Stride: d.Info.Stride})
 	if err != nil {
 		return r, err
 	}

@@ -584,7 +584,7 @@ func evalCreateStore(o evalOptions, dir string, mode compare.KLMode, ws []backen
 func reduceRun(results []compare.WindowResult, id *runIdentity) (compare.Result, error) {
 	res, err := compare.Reduce(results, compare.ReduceOptions{
 		Method: compare.Method(id.Data.Method), Words: id.Words, Bytes: id.Bytes, KLMode: id.KLMode, TopK: id.TopK,
-		Bootstrap: id.Bootstrap, Seed: id.Seed,
+		Bootstrap: id.Bootstrap, Seed: id.Seed, Ctx: id.Data.Ctx, Stride: id.Data.Stride,
 	})
 	if err != nil {
 		return res, err

@@ -482,7 +482,12 @@ func evalLoadData(ctx context.Context, o evalOptions, method compare.Method, dir
 		if err != nil {
 			return nil, fmt.Errorf("eval: --text: %w", err)
 		}
-		d.tokens, d.source = tok.Encode(string(b), method.AddSpecialTokens()), o.Text
+		text := string(b)
+		if method == compare.MethodLlamaCpp {
+			// llama-perplexity -f drops one trailing "\n" (common/arg.cpp).
+			text = strings.TrimSuffix(text, "\n")
+		}
+		d.tokens, d.source = tok.Encode(text, method.AddSpecialTokens()), o.Text
 	default:
 		r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
 		if err != nil {

@@ -163,6 +163,23 @@ func TestEvalText(t *testing.T) {
 	if r.Data.NumTokens < 65 || r.Data.Tokenizer == "" || r.Windows < 1 {
 		t.Errorf("data %+v windows %d", r.Data, r.Windows)
 	}
+
+	// --method llamacpp reads the text as llama-perplexity -f does: one
+	// trailing "\n" dropped, so FILE and FILE+"\n" give one token stream.
+	var hashes []string
+	for i, s := range []string{"", "\n"} {
+		p := filepath.Join(t.TempDir(), "t.txt")
+		os.WriteFile(p, []byte(strings.Repeat("The quick brown fox jumps over the lazy dog.\n", 8)+"The end."+s), 0o644)
+		out := filepath.Join(t.TempDir(), "l.json")
+		if code, _, stderr := runQPPL(t, "eval", "--model", model, "--text", p, "--method", "llamacpp", "--ctx", "16", "--bootstrap", "-1", "--json", out); code != 0 {
+			t.Fatalf("llamacpp %d: exit %d: %s", i, code, stderr)
+		}
+		r, _ := readResult(t, out)
+		hashes = append(hashes, r.Data.TokensHash)
+	}
+	if hashes[0] != hashes[1] {
+		t.Errorf("llamacpp: a trailing newline changed the token stream (%s, %s)", hashes[0], hashes[1])
+	}
 }
 
 // Base run with --save-logits, then KL of the same model (exactly 0 with

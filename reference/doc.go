@@ -28,7 +28,9 @@
 // Activation quantization (W4A4, W8A8 checkpoints): when a Linear's
 // quant.Linear.InputQuantizer is non-nil, a copy of that Linear's input
 // [T][in] is fake-quantized (one row per token) before its product; q, k and v
-// each quantize their own copy with their own constants (formats.md §8).
+// each quantize their own copy with their own constants (formats.md §8). An
+// untied lm_head stored with input_activations (a recipe that does not
+// ignore lm_head) quantizes its [T][C] input the same way.
 //
 // # Layout and precision
 //

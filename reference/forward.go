@@ -343,17 +343,29 @@ func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
 }
 
 // headRows computes log-probabilities for positions [lo, hi) from the final
-// norm output in ws.h and calls fn with each row (valid only during the
+// norm output in ws.h (fake-quantized first when an untied, quantized
+// lm_head has an input quantizer) and calls fn with each row (valid only during the
 // call). Positions go headChunk at a time; for each chunk the head weight is
 // applied in blocks of vocabBlock rows, decoded from the embedding when the
 // head is tied (so the [V][C] matrix is never held whole), or taken from the
 // untied lm_head decoded once per call.
 func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func(pos int, lp []float64) error) error {
 	d := m.dims
+	x := ws.h[:ws.T*d.C] // [T][C] head input
 	if m.head != nil {
 		ws.head = grow(ws.head, d.V*d.C)
 		if err := m.head.Dequantize(ws.head); err != nil {
 			return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+		}
+		// A quantized lm_head with input_activations quantizes its input
+		// like every other Linear: a copy of all T rows, as transformers
+		// passes every position through lm_head.
+		if aq := m.head.InputQuantizer(); aq != nil {
+			x = ws.xin[:ws.T*d.C]
+			copy(x, ws.h[:ws.T*d.C])
+			if err := aq.Quantize(x, ws.T, d.C); err != nil {
+				return fmt.Errorf("reference: %s: input quantization: %w", m.head.Module(), err)
+			}
 		}
 	}
 	vb := m.vocabBlock
@@ -373,7 +385,7 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 					return fmt.Errorf("reference: tied head: %w", err)
 				}
 			}
-			gemmNT(m.threads, n, v1-v0, d.C, ws.h[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
+			gemmNT(m.threads, n, v1-v0, d.C, x[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
 		}
 		for i := 0; i < n; i++ {
 			row := ws.logits[i*d.V : (i+1)*d.V]

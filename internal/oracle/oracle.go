@@ -17,8 +17,10 @@ type Options struct {
 	// InputQuant, when non-nil, is called with a copy of the input of every
 	// Linear module (module is its name without ".weight", e.g.
 	// "model.layers.0.mlp.down_proj"; x is row-major [rows][cols], one row
-	// per token) and may modify it in place before the product. It is not
-	// called for lm_head.
+	// per token) and may modify it in place before the product. For an
+	// untied head it is also called with module "lm_head" and the
+	// final-norm rows of the whole prefix (a checkpoint may quantize
+	// lm_head's input like any Linear's); it is not called for a tied head.
 	InputQuant func(module string, x []float64, rows, cols int) error
 }
 
@@ -42,6 +44,16 @@ func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) (
 			return nil, err
 		}
 		last := hidden[p]
+		if opt.InputQuant != nil && !cfg.TieWordEmbeddings {
+			flat := make([]float64, 0, (p+1)*net.hidden)
+			for _, r := range hidden {
+				flat = append(flat, r...)
+			}
+			if err := opt.InputQuant("lm_head", flat, p+1, net.hidden); err != nil {
+				return nil, fmt.Errorf("oracle: lm_head: input quantization: %w", err)
+			}
+			last = flat[p*net.hidden:]
+		}
 		logits := make([]float64, net.vocab)
 		for v := 0; v < net.vocab; v++ {
 			logits[v] = dot(net.head[v], last)

@@ -95,8 +95,34 @@ func TestToy(t *testing.T) {
 	if want := head(2, 2); math.Abs(lp2[0][1]-want[1]) > 1e-14 {
 		t.Errorf("down_proj input zeroed: %v want %v", lp2[0], want)
 	}
-	if len(seen) != 7 {
-		t.Errorf("InputQuant saw modules %v, want the 7 Linears", seen)
+	if len(seen) != 7 || seen["lm_head"] != 0 {
+		t.Errorf("InputQuant saw modules %v, want the 7 Linears (not a tied lm_head)", seen)
+	}
+	// An untied head's input goes through InputQuant too, with every row of
+	// the prefix: zeroing it gives uniform log-probs −ln 3.
+	untied := *cfg
+	untied.TieWordEmbeddings = false
+	ts.put("lm_head.weight", []int{3, 2}, 1, 1, 1, -1, -1, -1)
+	var headRows []int
+	lp3, err := LogProbs(&untied, ts.get, []int32{0, 1}, Options{InputQuant: func(m string, x []float64, rows, cols int) error {
+		if m == "lm_head" {
+			headRows = append(headRows, rows)
+			clear(x)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(headRows) != 2 || headRows[0] != 1 || headRows[1] != 2 {
+		t.Errorf("lm_head input quantized with rows %v, want [1 2]", headRows)
+	}
+	for p := range lp3 {
+		for v, x := range lp3[p] {
+			if math.Abs(x+math.Log(3)) > 1e-15 {
+				t.Errorf("zeroed lm_head input: lp[%d][%d] = %v, want −ln 3", p, v, x)
+			}
+		}
 	}
 }
 

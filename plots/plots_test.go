@@ -336,6 +336,17 @@ func TestTicks(t *testing.T) {
 	if s := strings.Join(got, " "); s != "0.01 0.02 0.05 0.1 0.2 0.5" {
 		t.Errorf("log ticks over 2 decades %q", s)
 	}
+	// One point on a log axis (padded by half a decade): 0.003..0.007 holds
+	// only the 1-2-5 label 0.005, so the axis gets linear labels instead.
+	got = nil
+	for _, tk := range (logTicks{}).Ticks(0.0028, 0.0071) {
+		if tk.Label != "" {
+			got = append(got, tk.Label)
+		}
+	}
+	if s := strings.Join(got, " "); s != "0.003 0.004 0.005 0.006 0.007" {
+		t.Errorf("log ticks over a narrow range %q", s)
+	}
 	got = nil
 	for _, tk := range (linTicks{}).Ticks(-0.02, 0.8) {
 		got = append(got, tk.Label)

@@ -382,7 +382,9 @@ func (g gridPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 // logTicks marks a logarithmic axis: 1-2-5 steps over short ranges, powers
-// of ten over long ones, unlabeled minor ticks in between.
+// of ten over long ones, unlabeled minor ticks in between. A range too
+// narrow to hold two of those labels (one point, or points within a factor
+// of about 2) gets linear "nice" ticks, so the axis always has numbers.
 type logTicks struct{}
 
 func (logTicks) Ticks(min, max float64) []plot.Tick {
@@ -396,6 +398,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 		steps = []float64{1}
 	}
 	var out []plot.Tick
+	labels := 0
 	for e := lo; e <= hi; e++ {
 		base := math.Pow(10, float64(e))
 		for m := 1; m <= 9; m++ {
@@ -412,9 +415,13 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 			t := plot.Tick{Value: v}
 			if major {
 				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+				labels++
 			}
 			out = append(out, t)
 		}
+	}
+	if labels < 2 {
+		return linTicks{}.Ticks(min, max)
 	}
 	return out
 }

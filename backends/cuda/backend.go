@@ -165,11 +165,17 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 		if err != nil {
 			return nil, fmt.Errorf("cuda: %s: %w", d.Name(), err)
 		}
-		free[i], budget[i] = f, f
+		// usable: free memory less what the device needs for itself
+		// (device.Reserver: a GPU's kernel local memory and cuBLAS workspace)
+		usable := f
+		if r, ok := d.(device.Reserver); ok {
+			usable = max(f-r.Reserve(), 0)
+		}
+		free[i], budget[i] = f, usable
 		if opt.SplitGB != nil {
 			budget[i] = int64(opt.SplitGB[i] * 1e9)
-			if budget[i] > f {
-				return nil, fmt.Errorf("cuda: --gpu-split gives %s %.3f GB but it has only %s free", d.Name(), opt.SplitGB[i], gb(f))
+			if budget[i] > usable {
+				return nil, fmt.Errorf("cuda: --gpu-split gives %s %.3f GB but it has only %s free (%s after the device's own reserve)", d.Name(), opt.SplitGB[i], gb(f), gb(usable))
 			}
 		}
 	}

@@ -283,10 +283,12 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 	hd := b.devs[b.headDev]
 	d := hd.d
 	if req.TopK > hd.topCap {
-		if err := d.Free(hd.top); err != nil {
-			return backends.Scores{}, err
+		if hd.top != 0 {
+			if err := d.Free(hd.top); err != nil {
+				return backends.Scores{}, err
+			}
 		}
-		hd.top = 0
+		hd.top, hd.topCap = 0, 0 // a failed Alloc below must not leave a capacity without a buffer
 		p, err := d.Alloc(int64(b.opt.HeadRows) * int64(req.TopK) * 4)
 		if err != nil {
 			return backends.Scores{}, fmt.Errorf("%s: top-%d buffer: %w", b.opt.Name, req.TopK, err)

@@ -184,3 +184,92 @@ func TestGrowBeyondMaxTokens(t *testing.T) {
 		t.Fatalf("after a failed growth: %v", err)
 	}
 }
+
+// TestTopKAllocFailure: a top-k request whose buffer does not fit fails
+// cleanly, and the backend keeps working for smaller requests (the failed
+// reallocation must not leave a capacity without a buffer: the next launch
+// would write top-k ids through a null device pointer).
+func TestTopKAllocFailure(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := backendtest.WriteModel(dir, "llama", 1); err != nil {
+		t.Fatal(err)
+	}
+	m := openModel(t, dir)
+	probe, err := New(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", MaxTokens: 16, HeadRows: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := probe.Plan().Devices[0].Total()
+	probe.Close()
+	b, err := New(m, emuDevices(t, 1, need+4096), Options{Name: "emu", MaxTokens: 16, HeadRows: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	w := backends.Window{Tokens: testTokens(16, backendtest.Vocab, 3), First: 1}
+	if _, err := b.Score(context.Background(), w, backends.Request{TopK: backendtest.Vocab}); err == nil || !strings.Contains(err.Error(), "out of device memory") {
+		t.Fatalf("top-%d on a small device: err = %v", backendtest.Vocab, err)
+	}
+	for _, k := range []int{1, 16} {
+		s, err := b.Score(context.Background(), w, backends.Request{TopK: k})
+		if err != nil {
+			t.Fatalf("top-%d after a failed top-k allocation: %v", k, err)
+		}
+		if len(s.Top) != 15*k {
+			t.Fatalf("top-%d: %d ids", k, len(s.Top))
+		}
+	}
+}
+
+// reserving is a device that needs n bytes for itself (device.Reserver),
+// like a GPU's kernel local memory.
+type reserving struct {
+	device.Device
+	n int64
+}
+
+func (r reserving) Reserve() int64 { return r.n }
+
+// TestPlanKeepsDeviceReserve: the plan leaves a device's own reserve free,
+// both when it fills a device by free memory and against --gpu-split.
+func TestPlanKeepsDeviceReserve(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := backendtest.WriteModel(dir, "llama", 1); err != nil {
+		t.Fatal(err)
+	}
+	m := openModel(t, dir)
+	probe, err := New(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", MaxTokens: 16, HeadRows: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := probe.Plan().Devices[0].Total()
+	probe.Close()
+	for _, c := range []struct {
+		reserve int64
+		split   []float64
+		want    string // "" = loads
+	}{
+		{0, nil, ""},
+		{1000, nil, ""},
+		{need, nil, "does not fit"},
+		{0, []float64{float64(need+1000) / 1e9}, ""},
+		{2000, []float64{float64(need+1000) / 1e9}, "after the device's own reserve"},
+	} {
+		d := reserving{emuDevices(t, 1, need+2000)[0], c.reserve}
+		b, err := New(m, []device.Device{d}, Options{Name: "emu", MaxTokens: 16, HeadRows: 32, SplitGB: c.split})
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("reserve %d split %v: %v", c.reserve, c.split, err)
+				continue
+			}
+			b.Close()
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("reserve %d split %v: err = %v, want %q", c.reserve, c.split, err, c.want)
+		}
+		if b != nil {
+			b.Close()
+		}
+	}
+}

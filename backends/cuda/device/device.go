@@ -154,6 +154,14 @@ type Device interface {
 	Close() error
 }
 
+// Reserver is an optional Device capability: memory the device needs for
+// itself beyond the backend's allocations (a GPU's kernel local memory,
+// library workspaces, allocation granularity). The memory plan leaves it
+// free; a device without the method reserves nothing (the emulator).
+type Reserver interface {
+	Reserve() int64
+}
+
 // CheckArgs checks args against the signature string sig of kernel name:
 // one letter per parameter, 'p' pointer, 'i' int32, 'u' uint32, 'f' float32.
 func CheckArgs(name, sig string, args []any) error {

@@ -56,7 +56,10 @@ type Device struct {
 	closed  bool
 }
 
-var _ device.Device = (*Device)(nil)
+var (
+	_ device.Device   = (*Device)(nil)
+	_ device.Reserver = (*Device)(nil)
+)
 
 // Count returns the number of CUDA devices.
 func Count() (int, error) { return cu.NumDevices() }
@@ -238,6 +241,26 @@ func (d *Device) Gemm(g device.Gemm) error {
 		}
 		return nil
 	})
+}
+
+// attnStackBytes is the attention kernel's stack frame per thread (its
+// q and accumulator rows of AttnMaxHead fp32 values; `ptxas -v` reports
+// 2048 bytes for sm_80 and sm_90).
+const attnStackBytes = 2 * device.AttnMaxHead * 4
+
+// Reserve implements device.Reserver. At the attention kernel's first
+// launch the driver reserves its stack frame for every thread the device
+// can hold resident (2 KB × 2048 threads × 132 SMs ≈ 550 MB on an H100),
+// outside any cuMemAlloc; cuBLAS allocates its workspace on first use, and
+// allocations are rounded to the driver's granularity. 512 MiB covers the
+// latter two.
+func (d *Device) Reserve() int64 {
+	sms, err1 := d.dev.Attribute(cu.MultiprocessorCount)
+	thr, err2 := d.dev.Attribute(cu.MaxThreadsPerMultiprocessor)
+	if err1 != nil || err2 != nil {
+		sms, thr = 144, 2048 // the largest of sm_80/sm_90 parts
+	}
+	return int64(sms)*int64(thr)*attnStackBytes + 512<<20
 }
 
 // Sync implements device.Device.

@@ -16,6 +16,7 @@ package emu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -158,7 +159,7 @@ func attention64(q, k, v []float64, T, H, KVH, D int, scale float64) []float64 {
 func TestAttention(t *testing.T) {
 	d := newTestDevice(t)
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, sh := range []struct{ T, H, KVH, D int }{{1, 1, 1, 4}, {70, 4, 2, 20}, {33, 2, 2, 64}, {130, 3, 1, 8}, {40, 2, 1, 160}} {
+	for _, sh := range []struct{ T, H, KVH, D int }{{1, 1, 1, 4}, {70, 4, 2, 20}, {33, 2, 2, 64}, {130, 3, 1, 8}, {40, 2, 1, 160}, {64, 1, 1, 12}, {65, 2, 1, device.AttnMaxHead}} {
 		for _, dt := range []device.DType{device.F32, device.BF16, device.F16} {
 			q, k, v := randF32(rng, sh.T*sh.H*sh.D, 1), randF32(rng, sh.T*sh.KVH*sh.D, 1), randF32(rng, sh.T*sh.KVH*sh.D, 1)
 			po := allocT(t, d, 4*len(q))
@@ -290,4 +291,34 @@ func topK64(x []float32, k int) []int32 {
 		out = append(out, int32(best))
 	}
 	return out
+}
+
+// TestLogitsStatsSmallVocab: vocabularies smaller than a warp and than the
+// block (most threads own no column), top-k over the whole vocabulary.
+func TestLogitsStatsSmallVocab(t *testing.T) {
+	d := newTestDevice(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, V := range []int{1, 7, 33} {
+		rows := 3
+		x := randF32(rng, rows*V, 2)
+		targets := make([]int32, rows)
+		for r := range targets {
+			targets[r] = int32((r * 5) % V)
+		}
+		pn, ptop := allocT(t, d, 4*rows), allocT(t, d, 4*rows*V)
+		launch(t, d, device.KLogitsStats, device.D1(rows), device.D1(256), 0, upF32(t, d, x), int32(rows), int32(V), upI32(t, d, targets),
+			pn, device.Ptr(0), int32(device.BaseNone), device.Ptr(0), allocT(t, d, 4*rows), int32(V), ptop)
+		nll, top := downF32(t, d, pn, rows), downI32(t, d, ptop, rows*V)
+		for r := 0; r < rows; r++ {
+			lq := logSoftmax64(x[r*V : (r+1)*V])
+			checkClose(t, fmt.Sprintf("V=%d nll", V), nll[r:r+1], []float64{-lq[targets[r]]}, 64*u32*8, 64*u32)
+			want := topK64(x[r*V:(r+1)*V], V)
+			for j := range want {
+				if top[r*V+j] != want[j] {
+					t.Errorf("V=%d row %d: top = %v, want %v", V, r, top[r*V:(r+1)*V], want)
+					break
+				}
+			}
+		}
+	}
 }

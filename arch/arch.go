@@ -251,6 +251,11 @@ func (s *Spec) CheckDense(m *checkpoint.Model) error {
 		if err := checkTensor(m, ts); err != nil {
 			return err
 		}
+		switch ti, _ := m.Tensor(ts.Name); ti.DType {
+		case checkpoint.F16, checkpoint.BF16, checkpoint.F32, checkpoint.F64:
+		default:
+			return fmt.Errorf("%w: %s: tensor %q has dtype %s, want F16, BF16, F32 or F64", checkpoint.ErrFormat, ti.File, ts.Name, ti.DType)
+		}
 	}
 	return nil
 }

@@ -195,6 +195,16 @@ func TestCheckDense(t *testing.T) {
 		t.Error(err)
 	}
 	m.Close()
+	// A dense tensor of the right shape but an integer dtype.
+	good := ts[3]
+	ts[3].DType = checkpoint.I32
+	checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
+	m, _ = checkpoint.OpenDir(dir)
+	if err := s.CheckDense(m); err == nil || !strings.Contains(err.Error(), ts[3].Name) || !strings.Contains(err.Error(), "dtype I32") {
+		t.Errorf("integer dtype: %v", err)
+	}
+	m.Close()
+	ts[3] = good
 	ts[3].Shape = []int{1, 2}
 	checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
 	m, _ = checkpoint.OpenDir(dir)

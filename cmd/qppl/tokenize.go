@@ -71,6 +71,9 @@ func tokenizeRun(o tokenizeOptions, stdout, stderr io.Writer) error {
 		if o.Tokens != "" || o.SkipSpecial {
 			return usageErr(errors.New("tokenize: --tokens and --skip-special only apply to --decode"))
 		}
+		if err := checkOutputDirs("tokenize", map[string]string{"out": o.Out}, ""); err != nil {
+			return usageErr(err)
+		}
 	}
 	tk, err := tokenizer.Load(o.Tokenizer)
 	if err != nil {

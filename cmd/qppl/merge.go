@@ -50,6 +50,9 @@ func runMerge(o mergeOptions, stdout io.Writer) error {
 	if len(o.Dirs) == 0 {
 		return usageErr(errors.New("merge: give the run directories of the shards (qppl merge DIR... [--json OUT])"))
 	}
+	if err := checkOutputDirs("merge", map[string]string{"json": o.JSON, "nll-out": o.NLLOut}, ""); err != nil {
+		return usageErr(err)
+	}
 	parts := make([]mergePart, 0, len(o.Dirs))
 	for _, dir := range o.Dirs {
 		p, err := readMergePart(dir)

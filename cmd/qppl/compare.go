@@ -97,7 +97,7 @@ func runCompare(c *cli.Context) error {
 	if err := checkOutputDirs("compare", map[string]string{"json": c.String("json"), "plot": c.String("plot")}, c.String("run-dir")); err != nil {
 		return usageErr(err)
 	}
-	th := suite.DefaultThresholds
+	th := suite.DefaultThresholds()
 	if th.MaxPPLIncrease, err = suite.ParseFraction(c.String("max-ppl-increase")); err != nil {
 		return usageErr(fmt.Errorf("--max-ppl-increase %w", err))
 	}

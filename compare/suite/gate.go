@@ -20,8 +20,11 @@ type Thresholds struct {
 	AllowMissing bool
 }
 
-// DefaultThresholds are 0.1% PPL, 5% KLD, 1e-6 nats KLD floor.
-var DefaultThresholds = Thresholds{MaxPPLIncrease: 0.001, MaxKLDIncrease: 0.05, KLDFloor: 1e-6}
+// DefaultThresholds returns the default gate: 0.1% PPL, 5% KLD, 1e-6 nats
+// KLD floor. (A function, not a package variable any importer could change.)
+func DefaultThresholds() Thresholds {
+	return Thresholds{MaxPPLIncrease: 0.001, MaxKLDIncrease: 0.05, KLDFloor: 1e-6}
+}
 
 // ParseFraction reads "0.1%" as 0.001 and "0.05" as 0.05.
 func ParseFraction(s string) (float64, error) {

@@ -453,7 +453,7 @@ func TestGate(t *testing.T) {
 	cur.Results[1].PPL = 8 * 1.0005
 	cur.Results[1].KLD.Mean = 0.02 * 1.04
 	cur.Results[2].PPL = 8.9
-	rep, err := Gate(base, cur, DefaultThresholds)
+	rep, err := Gate(base, cur, DefaultThresholds())
 	if err != nil || rep.Regressed != 0 || rep.Failed || rep.Summary() != "no regression" {
 		t.Fatalf("pass case: %+v %v", rep, err)
 	}
@@ -466,17 +466,17 @@ func TestGate(t *testing.T) {
 	cur = gateSet(8, 0.02, "W4A16", "W8A16")
 	cur.Results[1].PPL = 8 * 1.002
 	cur.Results[1].KLD.Mean = 0.02 * 1.10
-	rep, err = Gate(base, cur, DefaultThresholds)
+	rep, err = Gate(base, cur, DefaultThresholds())
 	if err != nil || rep.Regressed != 2 || rep.Missing != 1 || !rep.Failed || rep.Summary() != "2 figures regressed, 1 baseline model missing" {
 		t.Fatalf("regression case: %+v, err %v", rep, err)
 	}
 	// Missing models allowed: only the regressions fail.
-	th0 := DefaultThresholds
+	th0 := DefaultThresholds()
 	th0.AllowMissing = true
 	if r, _ := Gate(base, gateSet(8, 0.02, "W4A16"), th0); r.Failed || r.Missing != 1 {
 		t.Errorf("allow missing: %+v", r)
 	}
-	if r, _ := Gate(base, gateSet(8, 0.02, "W4A16"), DefaultThresholds); !r.Failed || r.Summary() != "1 baseline model missing" {
+	if r, _ := Gate(base, gateSet(8, 0.02, "W4A16"), DefaultThresholds()); !r.Failed || r.Summary() != "1 baseline model missing" {
 		t.Errorf("missing: %+v", r)
 	}
 	tb.Reset()
@@ -491,7 +491,7 @@ func TestGate(t *testing.T) {
 	z := gateSet(8, 0, "X")
 	z2 := gateSet(8, 0, "X")
 	z2.Results[1].KLD.Mean = 5e-7
-	if rep, _ := Gate(z, z2, DefaultThresholds); rep.Failed {
+	if rep, _ := Gate(z, z2, DefaultThresholds()); rep.Failed {
 		t.Errorf("floor: %+v", rep.Rows)
 	}
 	// Custom thresholds.
@@ -504,12 +504,12 @@ func TestGate(t *testing.T) {
 	// Other data is an error.
 	other := gateSet(8, 0.02, "W4A16")
 	other.TokensHash = "u"
-	if _, err := Gate(base, other, DefaultThresholds); err == nil || !strings.Contains(err.Error(), "token stream") {
+	if _, err := Gate(base, other, DefaultThresholds()); err == nil || !strings.Contains(err.Error(), "token stream") {
 		t.Errorf("tokens mismatch: %v", err)
 	}
 	other = gateSet(8, 0.02, "W4A16")
 	other.DataSpecHash = "e"
-	if _, err := Gate(base, other, DefaultThresholds); err == nil || !strings.Contains(err.Error(), "data spec") {
+	if _, err := Gate(base, other, DefaultThresholds()); err == nil || !strings.Contains(err.Error(), "data spec") {
 		t.Errorf("spec mismatch: %v", err)
 	}
 }

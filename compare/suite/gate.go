@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -88,7 +89,8 @@ func plural(n int, one, many string) string {
 // Both must have the same data spec hash and token-stream hash (an error
 // otherwise, saying which differs). A model regresses when its PPL rises by
 // more than MaxPPLIncrease, or its mean KLD by more than MaxKLDIncrease
-// (relative) and KLDFloor (absolute); a baseline model absent from current
+// (relative) and KLDFloor (absolute), or has no KLD where the baseline has
+// one; a baseline model absent from current
 // fails the gate (MISSING) unless AllowMissing; models new in current are
 // listed.
 func Gate(baseline, current *ResultSet, t Thresholds) (*GateReport, error) {
@@ -124,8 +126,13 @@ func Gate(baseline, current *ResultSet, t Thresholds) (*GateReport, error) {
 			continue
 		}
 		add(check(b.Label, "ppl", b.PPL, c.PPL, t.MaxPPLIncrease, 0))
-		if b.KLD != nil && c.KLD != nil {
+		switch {
+		case b.KLD != nil && c.KLD != nil:
 			add(check(b.Label, "kld", b.KLD.Mean, c.KLD.Mean, t.MaxKLDIncrease, t.KLDFloor))
+		case b.KLD != nil:
+			// A gated figure that this run no longer measures (e.g. no
+			// --base) fails rather than passing on PPL alone.
+			add(GateRow{Label: b.Label, Metric: "kld", Baseline: b.KLD.Mean, Current: math.NaN(), Change: math.NaN(), Limit: t.MaxKLDIncrease, Status: "REGRESSED"})
 		}
 	}
 	for _, c := range current.Results {

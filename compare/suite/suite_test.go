@@ -501,6 +501,12 @@ func TestGate(t *testing.T) {
 	if rep, _ := Gate(base, cur, th); rep.Failed {
 		t.Errorf("1%% ppl threshold: %+v", rep.Rows)
 	}
+	// A baseline KLD that this run does not measure regresses.
+	cur = gateSet(8, 0.02, "W4A16", "NVFP4")
+	cur.Results[2].KLD = nil
+	if rep, _ := Gate(base, cur, DefaultThresholds()); !rep.Failed || rep.Regressed != 1 || rep.Rows[len(rep.Rows)-1].Metric != "kld" {
+		t.Errorf("kld not measured: %+v", rep.Rows)
+	}
 	// Other data is an error.
 	other := gateSet(8, 0.02, "W4A16")
 	other.TokensHash = "u"

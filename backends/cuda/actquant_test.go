@@ -142,3 +142,21 @@ func TestActQuantRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestActQuantPartialGroupRefused: act_quant writes whole groups only, so a
+// Linear whose in_features is not a multiple of the activation group size
+// is refused when it is prepared (a partial group would leave stale GEMM
+// inputs on the device).
+func TestActQuantPartialGroupRefused(t *testing.T) {
+	for _, c := range []struct {
+		in   int
+		want bool // accepted
+	}{{256, true}, {192, false}} {
+		a := &quant.ActQuant{Kind: quant.ActFP8, Bits: 8, Strategy: "group", GroupSize: 128, Dynamic: true, Symmetric: true}
+		l := &quant.Dense{Base: quant.Base{Name: "m", Out: 2, In: c.in, Act: a}, DType: "F32", Raw: make([]byte, 4*2*c.in)}
+		_, err := prepareLinear(l, device.F32)
+		if c.want != (err == nil) {
+			t.Errorf("in_features %d, group 128: err = %v", c.in, err)
+		}
+	}
+}

@@ -192,6 +192,11 @@ func prepareLinear(l quant.Linear, odt device.DType) (*hostLinear, error) {
 	if h.act, err = newActParams(h.module, l.InputQuantizer()); err != nil {
 		return nil, err
 	}
+	if h.act != nil && h.act.gsize > 0 && in%int(h.act.gsize) != 0 {
+		// act_quant only writes whole groups: a partial one would leave
+		// stale GEMM inputs (package quant refuses such checkpoints too)
+		return nil, fmt.Errorf("cuda: %s: activation group size %d does not divide in_features %d", h.module, h.act.gsize, in)
+	}
 	N, K := int32(out), int32(in)
 	n := out * in
 	switch q := l.(type) {

@@ -211,6 +211,23 @@ func (b *Backend) headChunk(r0, r1 int) error {
 	return b.linear(hd, hd.head, in, r1-r0, hd.logits, 0)
 }
 
+// maxKernelElems bounds the element count of one activation buffer: the
+// elementwise kernels (embed_gather, cast_act, add_inplace, silu_mul, rope,
+// add_bias_rows) index it with a 32-bit int in a grid-stride loop whose
+// step is at most grid1's 4096 blocks × 256 threads, and that index must
+// not overflow.
+const maxKernelElems = math.MaxInt32 - 4096*256
+
+// checkElems refuses windows whose activation buffers the 32-bit kernels
+// cannot index (e.g. 131,072 tokens × an intermediate size of 28,672).
+func checkElems(s *arch.Spec, T int) error {
+	widest := max(s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.Intermediate)
+	if n := int64(T) * int64(widest); n > maxKernelElems {
+		return fmt.Errorf("%d tokens × width %d = %d activations per buffer exceed the kernels' 32-bit indexing (%d); use a shorter context", T, widest, n, maxKernelElems)
+	}
+	return nil
+}
+
 // check validates a window.
 func (b *Backend) check(w backends.Window) error {
 	if b.closed {
@@ -224,6 +241,9 @@ func (b *Backend) check(w backends.Window) error {
 		return fmt.Errorf("%s: window %d is empty", b.opt.Name, w.Index)
 	}
 	if err := b.spec.CheckContext(T); err != nil {
+		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+	}
+	if err := checkElems(b.spec, T); err != nil {
 		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
 	}
 	if err := b.grow(T); err != nil {

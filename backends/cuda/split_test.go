@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/backendtest"
 	"github.com/qppl/qppl/backends/cuda/device"
@@ -270,6 +271,21 @@ func TestPlanKeepsDeviceReserve(t *testing.T) {
 		}
 		if b != nil {
 			b.Close()
+		}
+	}
+}
+
+// TestCheckElems: windows whose activation buffers exceed the elementwise
+// kernels' 32-bit indexing are refused, the largest one that fits is not.
+func TestCheckElems(t *testing.T) {
+	s := &arch.Spec{Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672} // Llama-3-70B
+	limit := maxKernelElems / 28672
+	if err := checkElems(s, limit); err != nil {
+		t.Errorf("%d tokens: %v", limit, err)
+	}
+	for _, T := range []int{limit + 1, 131072} {
+		if err := checkElems(s, T); err == nil || !strings.Contains(err.Error(), "32-bit indexing") {
+			t.Errorf("%d tokens: err = %v", T, err)
 		}
 	}
 }

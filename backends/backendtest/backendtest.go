@@ -290,6 +290,12 @@ func (s *suite) checkOracle(toks []int32, nll []float64) {
 		return
 	}
 	defer m.Close()
+	// The oracle costs O(T³): by causality the first oracleTokens positions
+	// of a long window are scored exactly as a window of that length.
+	const oracleTokens = 96
+	if len(toks) > oracleTokens {
+		toks, nll = toks[:oracleTokens], nll[:oracleTokens-1]
+	}
 	lp, err := oracle.LogProbs(m.Config, m.ReadFloat64, toks, oracle.Options{})
 	if err != nil {
 		t.Errorf("oracle: %v", err)

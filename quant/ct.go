@@ -346,7 +346,7 @@ func intParams(t tensors, w *Args, out, in int, packedZero bool) (IntParams, err
 	case "group":
 		p.GroupSize = w.GroupSize
 		if in > p.GroupSize && in%p.GroupSize != 0 {
-			return p, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, p.GroupSize, in)
+			return p, fmt.Errorf("module %s: quantization_config group_size %d does not divide in_features %d", t.module, p.GroupSize, in)
 		}
 		p.Groups = (in + p.GroupSize - 1) / p.GroupSize
 		if err := t.shape(sti, out, p.Groups); err != nil {
@@ -614,7 +614,7 @@ func openFP8(t tensors, w *Args) (*FP8, error) {
 	case "group":
 		gs := w.GroupSize
 		if in%gs != 0 {
-			return nil, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, gs, in)
+			return nil, fmt.Errorf("module %s: quantization_config group_size %d does not divide in_features %d", t.module, gs, in)
 		}
 		f.ScaleRows, f.ScaleCols, f.BlockRows, f.BlockCols = out, in/gs, 1, gs
 		if err := t.shape(sti, out, in/gs); err != nil {

@@ -81,7 +81,7 @@ func openGPTQ(t tensors, c *GPTQConfig) (*GPTQ, error) {
 		gs = in
 	}
 	if in > gs && in%gs != 0 {
-		return nil, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, gs, in)
+		return nil, fmt.Errorf("module %s: quantization_config group_size %d does not divide in_features %d", t.module, gs, in)
 	}
 	if out%per != 0 {
 		return nil, t.errf(qti, "out_features %d is not a multiple of %d (qzeros packing)", out, per)
@@ -197,7 +197,7 @@ func openAWQ(t tensors, c *AWQConfig) (*AWQ, error) {
 	}
 	gs := c.GroupSize
 	if in%gs != 0 {
-		return nil, fmt.Errorf("module %s: group_size %d does not divide in_features %d", t.module, gs, in)
+		return nil, fmt.Errorf("module %s: quantization_config group_size %d does not divide in_features %d", t.module, gs, in)
 	}
 	groups := in / gs
 	a := &AWQ{GroupSize: gs, Groups: groups}

@@ -32,7 +32,13 @@ func openBackend(m *checkpoint.Model, o backendOptions) (backends.Backend, error
 		if o.Precision != "" && o.Precision != "fp64" {
 			return nil, usageErr(fmt.Errorf("--precision %s: the reference backend computes in fp64", o.Precision))
 		}
-		return reference.New(m, reference.Options{})
+		b, err := reference.New(m, reference.Options{})
+		if err != nil {
+			// Everything New checks comes from the checkpoint's files
+			// (architecture, quantization_config, tensors): an input error.
+			return nil, usageErr(err)
+		}
+		return b, nil
 	case "emu":
 		ids, split, err := parseDevices(o)
 		if err != nil {

@@ -173,6 +173,16 @@ func TestUserMistakes(t *testing.T) {
 	nanTokens := filepath.Join(root, "nan.i32")
 	dataset.WriteTokens(nanTokens, []int32{1, 11, 12, 13, 30, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26})
 
+	// Quantized checkpoints whose config and tensors disagree.
+	quantized := filepath.Join(root, "w4")
+	if code, _, stderr := runQPPL(t, "quantize", "--model", good, "--scheme", "W4A16-G32", "--out", quantized); code != 0 {
+		t.Fatalf("quantize: exit %d: %s", code, stderr)
+	}
+	badGroup := copyModel(t, quantized, filepath.Join(root, "badgroup"))
+	editConfig(t, badGroup, func(m map[string]any) {
+		m["quantization_config"].(map[string]any)["config_groups"].(map[string]any)["group_0"].(map[string]any)["weights"].(map[string]any)["group_size"] = 24
+	})
+
 	out := filepath.Join(root, "out")
 	os.MkdirAll(out, 0o755)
 	evalArgs := func(model string, extra ...string) []string {
@@ -202,6 +212,7 @@ func TestUserMistakes(t *testing.T) {
 		{"bad safetensors header", evalArgs(badHeader, "--ctx", "16"), 2, "qppl: invalid safetensors: ROOT/badheader/model.safetensors: header length 1152921504606846976 exceeds the limit 100000000\n"},
 		{"truncated shard", evalArgs(truncShard, "--ctx", "16"), 2, "qppl: invalid safetensors: ROOT/truncshard/model-00002-of-00002.safetensors: tensor \"model.norm.weight\": data_offsets [49408 49536] run past the end of the data (49436 bytes)\n"},
 		{"index names a missing shard", evalArgs(missingShard, "--ctx", "16"), 2, "qppl: not found: ROOT/missingshard/model.safetensors.index.json names model-00002-of-00002.safetensors (for 10 tensors), which does not exist\n"},
+		{"group size not dividing", evalArgs(badGroup, "--ctx", "16"), 2, "qppl: reference: model.layers.0.self_attn.q_proj: module model.layers.0.self_attn.q_proj: quantization_config group_size 24 does not divide in_features 32\n"},
 		{"NaN in a window", evalArgs(nanModel, "--tokens", nanTokens, "--ctx", "8", "--stride", "8"), 1, "qppl: window 0: reference: position 0: non-finite logit NaN\n"},
 	}
 	for _, tc := range tests {

@@ -104,7 +104,7 @@ func LoadConfig(dir string) (*Config, error) {
 	data, err := readSmallFile(path, ErrConfig)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrNotFound, path, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotFound, path, err)
 		}
 		return nil, err
 	}

@@ -143,7 +143,7 @@ func (m *Model) openFile(path string) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrNotFound, path, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotFound, path, err)
 		}
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func EncodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, er
 		}
 		want, err := t.DType.ByteSize(numel)
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint: tensor %q: %v", t.Name, err)
+			return nil, fmt.Errorf("checkpoint: tensor %q: %w", t.Name, err)
 		}
 		if int64(len(t.Data)) != want {
 			return nil, fmt.Errorf("checkpoint: tensor %q: %d data bytes, want %d for %s %v", t.Name, len(t.Data), want, t.DType, t.Shape)

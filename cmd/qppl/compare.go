@@ -115,6 +115,9 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("--logits-format: %w", err))
 	}
+	if enc == compare.EncodingU16 && c.String("kld-mode") == string(compare.KLCompareQ) {
+		warn("--logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it")
+	}
 	if c.Int("kld-rows") < 1 {
 		return usageErr(fmt.Errorf("--kld-rows %d: must be >= 1", c.Int("kld-rows")))
 	}

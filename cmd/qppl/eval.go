@@ -247,6 +247,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if klMode = o.klMode(); klMode == "" {
 			klMode = compare.KLScored
 		}
+		if klMode == compare.KLCompareQ && (o.LogitsFormat == "" || o.LogitsFormat == string(compare.EncodingU16)) {
+			fmt.Fprintf(stderr, "qppl: warning: --logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it\n")
+		}
 		save, modelHash, err = evalCreateStore(o, dir, klMode, ws, data.tokens, spec, specHash, vocab)
 		if err != nil {
 			return err

@@ -48,6 +48,16 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("qppl %s: exit %d, stdout %q, stderr %q; want exit 2, no stdout, one line starting %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
 		}
 	}
+	// compare_q's KL coverage in llama.cpp's 16-bit store is not compare_q's
+	// KL: said, not silent.
+	store := filepath.Join(t.TempDir(), "base.lp")
+	for _, f := range []string{"u16", "f32"} {
+		code, _, stderr := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--save-logits", store, "--kld-mode", "compare_q", "--logits-format", f)
+		if warned := strings.Contains(stderr, "use --logits-format f32 to match it"); code != 0 || warned != (f == "u16") {
+			t.Errorf("--logits-format %s: exit %d, warned %v: %s", f, code, warned, stderr)
+		}
+	}
+
 	// Help is still help: stdout, exit 0, and a command run by an inner app
 	// (plot, merge) titles its flags OPTIONS like every other command.
 	for _, args := range [][]string{{}, {"--help"}, {"eval", "--help"}, {"plot", "--help"}, {"merge", "-h"}, {"help", "eval"}} {

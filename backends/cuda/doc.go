@@ -26,7 +26,9 @@
 // whole backend against package reference on fixtures of every architecture
 // and quantization scheme (tolerances in docs/cuda.md).
 //
-// Errors: bad windows, token ids outside the vocabulary, a window longer than
-// Options.MaxTokens, unsupported formats and device failures are returned as
+// Errors: bad windows, token ids outside the vocabulary, a window longer
+// than Options.MaxTokens whose grown buffers do not fit (the backend is then
+// unusable and says so), a window too long for the elementwise kernels'
+// 32-bit indexing, unsupported formats and device failures are returned as
 // errors naming the window, module or device; nothing panics on data.
 package cuda

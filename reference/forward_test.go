@@ -390,3 +390,44 @@ func TestBindErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadActivationQuantization: an untied lm_head with an input quantizer
+// quantizes the final-norm rows of the whole window once per forward pass,
+// and agrees with the oracle given the same quantizer.
+func TestHeadActivationQuantization(t *testing.T) {
+	cfg := testConfigs()["llama-bias-linearrope"] // untied head
+	src := randomWeights(cfg, 8)
+	toks := randomTokens(20, cfg.VocabSize, 3)
+	plain, err := newBackend(cfg, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := allLogProbs(t, plain, toks)
+	calls := 0
+	src.aq["lm_head"] = scaleQuantizer{0.25, &calls}
+	qb, err := newBackend(cfg, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := allLogProbs(t, qb, toks)
+	if calls != 1 {
+		t.Errorf("head quantizer called %d times, want 1", calls)
+	}
+	if d, _, _ := maxAbsDiff(got, base); d < 1e-3 {
+		t.Errorf("head input quantization changed log-probs by only %g", d)
+	}
+	want, err := oracle.LogProbs(cfg, src.getter, toks, oracle.Options{
+		InputQuant: func(module string, x []float64, rows, cols int) error {
+			if aq, ok := src.aq[module]; ok {
+				return aq.Quantize(x, rows, cols)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, p, v := maxAbsDiff(got, want); d > 1e-12 {
+		t.Errorf("max |reference - oracle| with head input quantization = %g at pos %d id %d", d, p, v)
+	}
+}

@@ -40,6 +40,9 @@ type evalOptions struct {
 	Ctx    int
 	Stride int
 	Rows   int
+	// CtxFromModel: --ctx was not given for lm-eval, whose window is the
+	// model's max_length: config.json's max_position_embeddings.
+	CtxFromModel bool
 
 	Backend backendOptions
 
@@ -78,7 +81,7 @@ func newEvalCmd() *cli.Command {
 			&cli.StringFlag{Name: "data", Usage: "file for --dataset (rows JSONL, parquet, wiki.test.raw or text)"},
 			&cli.StringFlag{Name: "join", Usage: "row join for --dataset: compare_q, filtered or llamacpp (default: llamacpp for --method llamacpp, else compare_q)"},
 			&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp, hf-strided or lm-eval"},
-			&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length in tokens"},
+			&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length in tokens", DefaultText: "2048; lm-eval: the model's max_position_embeddings, as lm-eval's max_length"},
 			&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (compare_q, hf-strided)"},
 			&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (lm-eval: documents); 0 = all"},
 			&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
@@ -114,6 +117,9 @@ func newEvalCmd() *cli.Command {
 				KLDMode: c.String("kld-mode"), KLDRows: c.Int("kld-rows"), KLDAllPos: c.Bool("kld-all-positions"), TopK: c.Int("top-k"),
 				Bootstrap: c.Int("bootstrap"), Seed: c.Uint64("seed"),
 				RunDir: c.String("run-dir"), Shard: c.String("shard"),
+			}
+			if o.Method == string(compare.MethodLMEval) && !c.IsSet("ctx") {
+				o.CtxFromModel = true
 			}
 			if !c.IsSet("kld-rows") {
 				o.KLDRows = 0 // unset: compare_q's 10 when saving, the store's when reading
@@ -162,6 +168,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return usageErr(err)
 	}
 	defer m.Close()
+	if o.CtxFromModel {
+		o.Ctx = m.Config.MaxPositionEmbeddings
+		o.Backend.MaxTokens = o.Ctx
+	}
 	// An unsupported quantization is an input error, found before anything
 	// runs.
 	if _, err := quant.ParseJSON(m.Config.QuantizationConfig, m.Config.TorchDtype, filepath.Join(dir, checkpoint.ConfigFile)); err != nil {

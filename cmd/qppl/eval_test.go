@@ -318,6 +318,18 @@ func TestEvalDatasetMethods(t *testing.T) {
 			}
 		}
 	}
+
+	// lm-eval without --ctx: lm-eval's max_length, the model's
+	// max_position_embeddings (not --ctx's 2048).
+	short := copyModel(t, model, filepath.Join(dir, "short"))
+	editConfig(t, short, func(m map[string]any) { m["max_position_embeddings"] = 48 })
+	out := filepath.Join(dir, "lm-eval-default.json")
+	if code, _, stderr := runQPPL(t, "eval", "--model", short, "--dataset", "wikitext2", "--data", data, "--method", "lm-eval", "--json", out); code != 0 {
+		t.Fatalf("lm-eval default ctx: exit %d: %s", code, stderr)
+	}
+	if r, _ := readResult(t, out); r.Ctx != 48 || r.Data.Ctx != 48 || r.Windows <= len(docs) {
+		t.Errorf("lm-eval default ctx: ctx %d (data %d), %d windows for %d documents; want ctx 48 and documents split", r.Ctx, r.Data.Ctx, r.Windows, len(docs))
+	}
 }
 
 // A llama.cpp base file used with another method is refused before any

@@ -172,6 +172,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		o.Ctx = m.Config.MaxPositionEmbeddings
 		o.Backend.MaxTokens = o.Ctx
 	}
+	if method == compare.MethodLMEval {
+		o.Backend.MaxTokens = o.Ctx + 1 // a window holds its input and the last target
+	}
 	// An unsupported quantization is an input error, found before anything
 	// runs.
 	if _, err := quant.ParseJSON(m.Config.QuantizationConfig, m.Config.TorchDtype, filepath.Join(dir, checkpoint.ConfigFile)); err != nil {

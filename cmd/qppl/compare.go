@@ -34,7 +34,7 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file to evaluate"},
 		&cli.StringFlag{Name: "dataset", Usage: "dataset name (wikitext2), found with --data or in the Hugging Face cache"},
 		&cli.StringFlag{Name: "data", Usage: "local copy of the dataset (rows JSONL, parquet, wiki.test.raw, text); overrides the data spec's"},
-		&cli.StringFlag{Name: "join", Usage: "row join: compare_q (default), filtered or llamacpp"},
+		&cli.StringFlag{Name: "join", Usage: "row join: compare_q, filtered or llamacpp", DefaultText: "llamacpp for --method llamacpp, else compare_q"},
 		&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json or model directory (default: the base model, else the first model)"},
 		&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length (eval_len)"},
 		&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (eval_stride)"},

@@ -43,4 +43,9 @@ func TestBarrierMisuseIsAnError(t *testing.T) {
 	if _, msg := selftest(2, 1, 32); !strings.Contains(msg, "sync=0") {
 		t.Errorf("barrier in a sync=0 kernel: %q", msg)
 	}
+	// 48 threads: the second warp has 16 lanes, a full-mask shuffle there
+	// is undefined on a GPU
+	if _, msg := selftest(0, 1, 48); !strings.Contains(msg, "partial warp") {
+		t.Errorf("full-mask shuffle with 48 threads: %q, want a partial-warp error", msg)
+	}
 }

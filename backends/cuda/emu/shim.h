@@ -84,10 +84,14 @@ static inline unsigned char *emu_dynamic_shared(void) { return emu_cur->blk->dyn
 // synchronizes, and each lane reads its source lane's value. The exchange
 // buffer alternates between two halves so that one barrier per shuffle
 // suffices.
-template <typename T> static inline T emu_shfl(T v, int src_of_lane_fn_kind, int arg, int width) {
+// A full mask names 32 lanes; in a partial warp (a block size that is not a
+// multiple of 32) the missing lanes make the shuffle undefined on a GPU, so
+// the emulator reports it instead of reading stale exchange slots.
+template <typename T> static inline T emu_shfl(unsigned mask, T v, int src_of_lane_fn_kind, int arg, int width) {
 	EmuFiber *f = emu_cur;
 	EmuBlock *b = f->blk;
 	unsigned lane = f->linear % 32, warp = f->linear / 32;
+	if (mask == 0xffffffffu && (warp + 1) * 32 > b->nthreads) emu_raise("full-mask warp shuffle in a partial warp (block size not a multiple of 32)");
 	unsigned half = b->warp_gen[warp] & 1;
 	uint64_t bits = 0;
 	memcpy(&bits, &v, sizeof(T));
@@ -107,10 +111,10 @@ template <typename T> static inline T emu_shfl(T v, int src_of_lane_fn_kind, int
 	memcpy(&out, &got, sizeof(T));
 	return out;
 }
-template <typename T> static inline T __shfl_xor_sync(unsigned m, T v, int lm, int w = 32) { (void)m; return emu_shfl(v, 0, lm, w); }
-template <typename T> static inline T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { (void)m; return emu_shfl(v, 1, (int)d, w); }
-template <typename T> static inline T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { (void)m; return emu_shfl(v, 2, (int)d, w); }
-template <typename T> static inline T __shfl_sync(unsigned m, T v, int s, int w = 32) { (void)m; return emu_shfl(v, 3, s, w); }
+template <typename T> static inline T __shfl_xor_sync(unsigned m, T v, int lm, int w = 32) { return emu_shfl(m, v, 0, lm, w); }
+template <typename T> static inline T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return emu_shfl(m, v, 1, (int)d, w); }
+template <typename T> static inline T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return emu_shfl(m, v, 2, (int)d, w); }
+template <typename T> static inline T __shfl_sync(unsigned m, T v, int s, int w = 32) { return emu_shfl(m, v, 3, s, w); }
 
 // Atomics: blocks run one at a time and a block's fibers never interleave
 // inside an expression, so plain read-modify-write is atomic here.

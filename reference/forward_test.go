@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/arch"
@@ -368,26 +370,43 @@ func TestBindErrors(t *testing.T) {
 	cases := []struct {
 		name   string
 		mutate func(c *checkpoint.Config, s memSource)
+		want   string
 	}{
-		{"missing q_norm", func(c *checkpoint.Config, s memSource) { delete(s.t, "model.layers.1.self_attn.q_norm.weight") }},
-		{"missing lm_head", func(c *checkpoint.Config, s memSource) { c.TieWordEmbeddings = false }},
+		{"missing q_norm", func(c *checkpoint.Config, s memSource) { delete(s.t, "model.layers.1.self_attn.q_norm.weight") },
+			`tensor "model.layers.1.self_attn.q_norm.weight" not found`},
+		{"missing lm_head", func(c *checkpoint.Config, s memSource) { c.TieWordEmbeddings = false }, `tensor "lm_head.weight" not found`},
 		{"wrong k shape", func(c *checkpoint.Config, s memSource) {
 			s.t["model.layers.0.self_attn.k_proj.weight"] = memTensor{make([]float64, 16*13), []int{13, 16}}
-		}},
-		{"wrong embed shape", func(c *checkpoint.Config, s memSource) { c.VocabSize = 40 }},
-		{"unsupported arch", func(c *checkpoint.Config, s memSource) { c.ModelType = "gpt2" }},
-		{"bad heads", func(c *checkpoint.Config, s memSource) { c.NumKeyValueHeads = 3 }},
-		{"gelu", func(c *checkpoint.Config, s memSource) { c.HiddenAct = "gelu" }},
+		}, "memory: model.layers.0.self_attn.k_proj: weight shape [13 16], want [12 16] from config.json"},
+		{"wrong norm shape", func(c *checkpoint.Config, s memSource) {
+			s.t["model.layers.1.post_attention_layernorm.weight"] = memTensor{make([]float64, 15), []int{15}}
+		}, `memory: tensor "model.layers.1.post_attention_layernorm.weight" has shape [15], want [16]`},
+		{"wrong embed shape", func(c *checkpoint.Config, s memSource) { c.VocabSize = 40 },
+			`tensor "model.embed_tokens.weight" has shape [37 16], want [40 16] from config.json`},
+		{"unsupported arch", func(c *checkpoint.Config, s memSource) { c.ModelType = "gpt2" }, `model_type "gpt2" (supported: llama, mistral, qwen2, qwen3)`},
+		{"bad heads", func(c *checkpoint.Config, s memSource) { c.NumKeyValueHeads = 3 }, "4 heads not divisible by 3 key/value heads"},
+		{"gelu", func(c *checkpoint.Config, s memSource) { c.HiddenAct = "gelu" }, `hidden_act "gelu" (only silu is supported)`},
 	}
 	for _, tc := range cases {
 		c := *cfg
 		s := randomWeights(cfg, 1)
 		tc.mutate(&c, s)
-		if _, err := newBackend(&c, s, 0); err == nil {
-			t.Errorf("%s: accepted", tc.name)
-		} else {
-			t.Logf("%s: %v", tc.name, err)
+		if _, err := newBackend(&c, s, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
+	}
+	// Through a checkpoint, a wrong shape names the file holding the tensor.
+	bad := randomWeights(cfg, 1)
+	bad.t["model.norm.weight"] = memTensor{make([]float64, 8), []int{8}}
+	dir := writeCheckpoint(t, t.TempDir(), cfg, bad)
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	want := filepath.Join(dir, "model.safetensors") + `: tensor "model.norm.weight" has shape [8], want [16]`
+	if _, err := New(m, Options{}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkpoint with a wrong norm: %v, want %q", err, want)
 	}
 }
 

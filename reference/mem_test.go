@@ -23,6 +23,8 @@ type memSource struct {
 	aq map[string]quant.ActQuantizer
 }
 
+func (s memSource) Where(string) string { return "memory" }
+
 func (s memSource) Float64(name string) ([]float64, []int, error) {
 	t, ok := s.t[name]
 	if !ok {

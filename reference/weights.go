@@ -22,6 +22,9 @@ type source interface {
 	// Rows opens a dense 2-D tensor (the embedding) for reading blocks of
 	// rows without decoding the whole tensor.
 	Rows(name string) (rowReader, error)
+	// Where names the file holding a tensor (the model directory for a
+	// module or an unknown name), for error messages.
+	Where(name string) string
 }
 
 // rowReader decodes blocks of rows of a dense [rows][cols] tensor.
@@ -40,6 +43,13 @@ type checkpointSource struct {
 
 func (s checkpointSource) Linear(module string) (quant.Linear, error) {
 	return s.scheme.Linear(s.m, module)
+}
+
+func (s checkpointSource) Where(name string) string {
+	if ti, ok := s.m.Tensor(name); ok {
+		return ti.File
+	}
+	return s.m.Dir
 }
 
 func (s checkpointSource) Float64(name string) ([]float64, []int, error) {
@@ -154,7 +164,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			return nil, fmt.Errorf("reference: %s: %w", name, err)
 		}
 		if len(shape) != 1 || shape[0] != n || len(v) != n {
-			return nil, fmt.Errorf("reference: %s: shape %v, want [%d]", name, shape, n)
+			return nil, fmt.Errorf("reference: %s: tensor %q has shape %v, want [%d]", src.Where(name), name, shape, n)
 		}
 		return v, nil
 	}
@@ -164,7 +174,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			return nil, fmt.Errorf("reference: %s: %w", al.Module, err)
 		}
 		if o, i := l.Shape(); o != al.Out || i != al.In {
-			return nil, fmt.Errorf("reference: %s: weight shape [%d %d], want [%d %d]", al.Module, o, i, al.Out, al.In)
+			return nil, fmt.Errorf("reference: %s: %s: weight shape [%d %d], want [%d %d] from config.json", src.Where(al.Module), al.Module, o, i, al.Out, al.In)
 		}
 		return l, nil
 	}
@@ -173,7 +183,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		return nil, fmt.Errorf("reference: %s: %w", arch.EmbedName, err)
 	}
 	if r, c := emb.Shape(); r != d.V || c != d.C {
-		return nil, fmt.Errorf("reference: %s: shape [%d %d], want [%d %d]", arch.EmbedName, r, c, d.V, d.C)
+		return nil, fmt.Errorf("reference: %s: tensor %q has shape [%d %d], want [%d %d] from config.json", src.Where(arch.EmbedName), arch.EmbedName, r, c, d.V, d.C)
 	}
 	m.embed = emb
 	m.vocabBlock = defaultVocabBlock(d.V, d.C)

@@ -44,6 +44,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:           "qppl",
 		Usage:          "exact perplexity and KL divergence of quantized LLM checkpoints",
+		Version:        version, // qppl --version, as qppl version
 		Reader:         stdin,
 		Writer:         stdout,
 		ErrWriter:      stderr,

@@ -58,6 +58,10 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 
+	if code, stdout, stderr := runQPPL(t, "--version"); code != 0 || stdout != "qppl version "+version+"\n" || stderr != "" {
+		t.Errorf("qppl --version: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
 	// Help is still help: stdout, exit 0, and a command run by an inner app
 	// (plot, merge) titles its flags OPTIONS like every other command.
 	for _, args := range [][]string{{}, {"--help"}, {"eval", "--help"}, {"plot", "--help"}, {"merge", "-h"}, {"help", "eval"}} {

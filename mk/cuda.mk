@@ -54,7 +54,7 @@ cuda-check: cuda-need-nvcc cuda-ptx
 	@echo "cuda-check: kernels compile for sm_80 and sm_90, PTX valid, cuda-tagged packages and tests compile"
 
 # Schemes verified on fixtures by gpu-check ("dense" = the unquantized model).
-GPU_CHECK_SCHEMES ?= dense W4A16 W4A16-ASYM W4A16-ACTORDER W8A16 NVFP4A16 NVFP4 FP8 FP8-DYNAMIC W8A8 MXFP4 GPTQ GPTQ-ACTORDER AWQ
+GPU_CHECK_SCHEMES ?= dense W4A16 W4A16-ASYM W4A16-G32 W4A16-ACTORDER W8A16 NVFP4A16 NVFP4 FP8 FP8-DYNAMIC W8A8 MXFP4 GPTQ GPTQ-ACTORDER AWQ
 GPU_CHECK_ARCHS   ?= llama mistral qwen2 qwen3
 
 gpu-check: cuda

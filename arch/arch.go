@@ -35,7 +35,8 @@ type Spec struct {
 	// OBias reports a bias on o_proj (llama/qwen3 attention_bias).
 	OBias bool
 	// SlidingWindow is the attention window (mistral, or qwen with
-	// use_sliding_window), 0 for none. The backends compute full causal
+	// use_sliding_window and a layer at or above max_window_layers), 0 for
+	// none. The backends compute full causal
 	// attention, which equals the windowed one only for contexts of at most
 	// SlidingWindow tokens: see CheckContext.
 	SlidingWindow int

@@ -51,8 +51,9 @@ type Config struct {
 	// other model types, whose MLPs have none.
 	MLPBias bool
 	// SlidingWindow is the attention window when the model uses one
-	// (mistral's sliding_window; qwen2/qwen3 only with use_sliding_window),
-	// 0 for full causal attention.
+	// (mistral's sliding_window; qwen2/qwen3 only with use_sliding_window
+	// and max_window_layers < num_hidden_layers), 0 for full causal
+	// attention.
 	SlidingWindow int
 	// QuantizationKey is "quantization_config" or "compression_config"
 	// (legacy), whichever supplied QuantizationConfig; "" when absent.
@@ -204,7 +205,11 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 			c.SlidingWindow = 0
 		}
 	default:
-		if p.boolean("use_sliding_window", false) && !p.isNullKey("sliding_window") {
+		// Qwen2Config/Qwen3Config: layer i uses the window only when
+		// use_sliding_window and i >= max_window_layers (default 28), so
+		// with max_window_layers >= num_hidden_layers no layer does.
+		if p.boolean("use_sliding_window", false) && !p.isNullKey("sliding_window") &&
+			p.integer("max_window_layers", 28) < c.NumHiddenLayers {
 			c.SlidingWindow = p.integer("sliding_window", d.slidingWindow)
 		}
 	}

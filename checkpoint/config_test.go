@@ -21,8 +21,13 @@ func TestParseConfigDefaults(t *testing.T) {
 			Config{ModelType: "mistral", NumKeyValueHeads: 4, HeadDim: 16, MaxPositionEmbeddings: 131072, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", BOSTokenID: -1, EOSTokenID: -1, SlidingWindow: 4096}, nil},
 		{`{"model_type":"qwen2",` + baseCfg + `, "num_key_value_heads": 2, "bos_token_id": 7, "eos_token_id": [3, 9], "sliding_window": 100}`,
 			Config{ModelType: "qwen2", NumKeyValueHeads: 2, HeadDim: 16, MaxPositionEmbeddings: 32768, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", AttentionBias: true, BOSTokenID: 7, EOSTokenID: 3}, []int{3, 9}},
-		{`{"model_type":"qwen3",` + baseCfg + `, "num_key_value_heads": 2, "tie_word_embeddings": true, "attention_bias": true, "rms_norm_eps": 1e-5, "rope_theta": 1000000, "max_position_embeddings": 40960, "eos_token_id": 5, "torch_dtype": "bfloat16", "use_sliding_window": true}`,
+		{`{"model_type":"qwen3",` + baseCfg + `, "num_key_value_heads": 2, "tie_word_embeddings": true, "attention_bias": true, "rms_norm_eps": 1e-5, "rope_theta": 1000000, "max_position_embeddings": 40960, "eos_token_id": 5, "torch_dtype": "bfloat16", "use_sliding_window": true, "max_window_layers": 0}`,
 			Config{ModelType: "qwen3", NumKeyValueHeads: 2, HeadDim: 128, MaxPositionEmbeddings: 40960, RMSNormEps: 1e-5, RopeTheta: 1e6, HiddenAct: "silu", AttentionBias: true, TieWordEmbeddings: true, BOSTokenID: -1, EOSTokenID: 5, TorchDtype: "bfloat16", SlidingWindow: 4096}, []int{5}},
+		// use_sliding_window, but max_window_layers (default 28) ≥ the 2 layers: no layer slides.
+		{`{"model_type":"qwen2",` + baseCfg + `, "num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 64}`,
+			Config{ModelType: "qwen2", NumKeyValueHeads: 2, HeadDim: 16, MaxPositionEmbeddings: 32768, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", AttentionBias: true, BOSTokenID: -1, EOSTokenID: -1}, nil},
+		{`{"model_type":"qwen2",` + baseCfg + `, "num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 64, "max_window_layers": 1}`,
+			Config{ModelType: "qwen2", NumKeyValueHeads: 2, HeadDim: 16, MaxPositionEmbeddings: 32768, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", AttentionBias: true, BOSTokenID: -1, EOSTokenID: -1, SlidingWindow: 64}, nil},
 		{`{"model_type":"mistral",` + baseCfg + `, "num_key_value_heads": 1, "head_dim": 32, "sliding_window": null, "attention_bias": true, "dtype": "float32"}`,
 			Config{ModelType: "mistral", NumKeyValueHeads: 1, HeadDim: 32, MaxPositionEmbeddings: 131072, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", BOSTokenID: -1, EOSTokenID: -1, TorchDtype: "float32"}, nil},
 	}

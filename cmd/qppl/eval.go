@@ -372,6 +372,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if err := save.Close(); err != nil {
 			return err
 		}
+		if fi, err := os.Stat(o.SaveLogits); err == nil {
+			fmt.Fprintf(stderr, "qppl: wrote base log-probs %s (%s, %s mode, vocab %d): %d bytes (%.1f MB)\n",
+				o.SaveLogits, o.LogitsFormat, klMode, vocab, fi.Size(), float64(fi.Size())/1e6)
+		}
 	}
 	if o.JSON != "" {
 		if err := writeResultJSON(o.JSON, &res); err != nil {

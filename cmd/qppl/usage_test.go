@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,6 +57,14 @@ func TestUsageErrors(t *testing.T) {
 		code, _, stderr := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--save-logits", store, "--kld-mode", "compare_q", "--logits-format", f)
 		if warned := strings.Contains(stderr, "use --logits-format f32 to match it"); code != 0 || warned != (f == "u16") {
 			t.Errorf("--logits-format %s: exit %d, warned %v: %s", f, code, warned, stderr)
+		}
+		fi, err := os.Stat(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The run states the store's size.
+		if want := fmt.Sprintf("qppl: wrote base log-probs %s (%s, compare_q mode, vocab 512): %d bytes", store, f, fi.Size()); !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
 

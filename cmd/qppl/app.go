@@ -117,6 +117,9 @@ func checkOutputDirs(cmd string, outs map[string]string, runDir string) error {
 		if p == "" {
 			continue
 		}
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			return fmt.Errorf("%s: --%s %s is a directory: give a file name", cmd, name, p)
+		}
 		d := filepath.Dir(p)
 		if runDir != "" {
 			if rel, err := filepath.Rel(d, filepath.Clean(runDir)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

@@ -41,6 +41,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--json", tokens + "/r.json"}, "qppl: eval: --json " + tokens + "/r.json: " + tokens + " is not a directory"},
 		{[]string{"eval", "--model", "m", "--text", "t", "--tokens-out", "dump.txt"}, "qppl: eval: --tokens-out dump.txt: want a .jsonl or .csv file name"},
 		{[]string{"tokenize", "--tokenizer", model, "--text", tokens, "--out", missingDir}, "qppl: tokenize: --out " + missingDir + ": directory "},
+		{[]string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--nll-out", filepath.Dir(tokens)}, "qppl: eval: --nll-out " + filepath.Dir(tokens) + " is a directory: give a file name"},
 		{[]string{"merge", "--json", missingDir, "d"}, "qppl: merge: --json " + missingDir + ": directory "},
 		{[]string{"compare", "--model", "m", "--text", "t", "--backend", "gpu"}, `qppl: compare: unknown backend "gpu" (want reference, emu or cuda)`},
 		{[]string{"compare", "--model", "m", "--text", "t", "--plot", missingDir + ".png"}, "qppl: compare: --plot " + missingDir + ".png: directory "},

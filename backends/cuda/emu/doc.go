@@ -21,6 +21,13 @@
 // capacity is Options.MemBytes, so the CUDA backend's memory plan and
 // multi-device split can be tested with several small emulated devices.
 //
+// Dynamic shared memory also has NaN guard bands (even for a launch that
+// asks for none): a kernel indexing past the launch's sharedBytes is an
+// error. A full-mask warp shuffle in a partial warp (a block size that is
+// not a multiple of 32) is an error too, being undefined on a GPU. Static
+// __shared__ arrays are not reset between blocks, so a kernel that reads
+// one before writing it is not caught.
+//
 // Devices share no state: the only thread-local data are the running
 // block's fiber bookkeeping and a cache of fiber stacks.
 //

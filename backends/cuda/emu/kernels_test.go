@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/backends/cuda/device"
@@ -318,6 +319,31 @@ func TestLogitsStatsSmallVocab(t *testing.T) {
 					t.Errorf("V=%d row %d: top = %v, want %v", V, r, top[r*V:(r+1)*V], want)
 					break
 				}
+			}
+		}
+	}
+}
+
+// TestAttentionSharedMemoryOverrun: a launch that gives the attention
+// kernel less dynamic shared memory than its key/value tiles need (host
+// and kernel disagreeing on the tile size) is an error in the emulator;
+// on a GPU it would read and write past the allocation silently.
+func TestAttentionSharedMemoryOverrun(t *testing.T) {
+	d := newTestDevice(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, D := range []int{64, 160} {
+		T, H := 8, 1
+		q, kv := upF32(t, d, randF32(rng, T*H*D, 1)), upF32(t, d, randF32(rng, T*H*D, 1))
+		po := allocT(t, d, 4*T*H*D)
+		need := 2 * device.AttnTileK(D) * D * 4
+		for _, shared := range []int{need, need - 4} {
+			err := d.Launch(device.KAttention, device.Dim3{X: 1, Y: H, Z: 1}, device.D1(device.AttnBlockQ), shared, po, q, kv, kv,
+				int32(T), int32(H), int32(H), int32(D), float32(0.125), int32(device.F32))
+			if shared == need && err != nil {
+				t.Errorf("D=%d: %d bytes of shared memory: %v", D, shared, err)
+			}
+			if shared < need && (err == nil || !strings.Contains(err.Error(), "dynamic shared memory")) {
+				t.Errorf("D=%d: %d bytes (< %d): err = %v, want an overrun error", D, shared, need, err)
 			}
 		}
 	}

@@ -157,7 +157,17 @@ extern "C" const char *emu_launch(const EmuKernel *k, const uint64_t *args, unsi
 	cur_launch = &ls;
 	EmuBlock *b = (EmuBlock *)calloc(1, sizeof(EmuBlock));
 	EmuFiber *fibers = (EmuFiber *)calloc(n, sizeof(EmuFiber));
-	unsigned char *dyn = shared ? (unsigned char *)malloc(shared) : nullptr;
+	// dynamic shared memory with NaN guard bands on both sides (also when the
+	// launch asks for none): a kernel that indexes past what the host asked
+	// for is an error, where a GPU would silently read or write garbage
+	const size_t G = 256;
+	unsigned char *dynbase = (unsigned char *)malloc(shared + 2 * G), *dyn = dynbase + G;
+	auto dyn_guard_ok = [&]() {
+		for (size_t i = 0; i < G; i++)
+			if (dynbase[i] != 0xff || dyn[shared + i] != 0xff) return false;
+		return true;
+	};
+	static const char *const kDynOverrun = "wrote outside its dynamic shared memory (more than the launch's sharedBytes)";
 #if !defined(__x86_64__)
 	ucontext_t sched_uc;
 	ucontext_t *ucs = (ucontext_t *)calloc(n, sizeof(ucontext_t));
@@ -178,7 +188,7 @@ extern "C" const char *emu_launch(const EmuKernel *k, const uint64_t *args, unsi
 				b->done = 0;
 				memset(b->arrived_warp, 0, sizeof b->arrived_warp);
 				memset(b->warp_gen, 0, sizeof b->warp_gen);
-				if (dyn) memset(dyn, 0xff, shared); // uninitialized shared memory reads as NaN
+				memset(dynbase, 0xff, shared + 2 * G); // uninitialized shared memory reads as NaN
 				for (unsigned i = 0; i < n; i++) {
 					EmuFiber *f = &fibers[i];
 					f->linear = i;
@@ -192,6 +202,7 @@ extern "C" const char *emu_launch(const EmuKernel *k, const uint64_t *args, unsi
 						k->invoke(args);
 					}
 					err = b->error;
+					if (!err && !dyn_guard_ok()) err = kDynOverrun;
 					continue;
 				}
 				for (unsigned i = 0; i < n; i++) {
@@ -214,13 +225,14 @@ extern "C" const char *emu_launch(const EmuKernel *k, const uint64_t *args, unsi
 					if (!progressed && !b->error) b->error = "deadlock: threads wait at different barriers (divergent __syncthreads or shuffle)";
 				}
 				err = b->error;
+				if (!err && !dyn_guard_ok()) err = kDynOverrun;
 			}
 	cur_launch = saved_launch;
 	emu_cur = saved_cur;
 #if !defined(__x86_64__)
 	free(ucs);
 #endif
-	free(dyn);
+	free(dynbase);
 	free(fibers);
 	free(b);
 	return err;

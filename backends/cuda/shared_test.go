@@ -69,7 +69,7 @@ func TestTrainedModel(t *testing.T) {
 			mean += d / float64(len(rs.NLL))
 		}
 		t.Logf("%s %s: max |ΔNLL| %.3g mean %.3g", c.model, c.prec, maxd, mean)
-		if maxd > c.maxTol || mean > c.meanTol {
+		if !(maxd <= c.maxTol && mean <= c.meanTol) { // NaN-safe
 			t.Errorf("%s %s: max |ΔNLL| %.3g mean %.3g, tolerance %g, %g", c.model, c.prec, maxd, mean, c.maxTol, c.meanTol)
 		}
 		b.Close()

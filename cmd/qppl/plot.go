@@ -86,8 +86,10 @@ func plotModels(sets []*suite.ResultSet, names []string) ([]plots.Model, error) 
 	return out, nil
 }
 
-// defaultSubtitle describes the data of a result set as compare_q does.
-func defaultSubtitle(rs *suite.ResultSet) string {
+// defaultSubtitle describes the data of a result set as compare_q does; the
+// KL coverage note only on KLD charts. A result set that does not describe
+// its data (compare_q's printed list) gets no data part.
+func defaultSubtitle(rs *suite.ResultSet, y plots.YAxis) string {
 	ctx := rs.Data.Ctx
 	if ctx == 0 && len(rs.Results) > 0 {
 		ctx = rs.Results[0].Ctx
@@ -96,8 +98,11 @@ func defaultSubtitle(rs *suite.ResultSet) string {
 	if m := rs.Data.Method; m != "" && m != string(compare.MethodCompareQ) {
 		extra = append(extra, "method "+m)
 	}
-	if rs.KLMode == string(compare.KLCompareQ) {
+	if rs.KLMode == string(compare.KLCompareQ) && y != plots.YPPL && y != "" {
 		extra = append(extra, "KLD over the first 10 windows")
+	}
+	if ctx == 0 && rs.Windows() == 0 {
+		return strings.Join(extra, ", ")
 	}
 	return plots.Subtitle(rs.DisplayName(), rs.Windows(), ctx, extra...)
 }
@@ -109,7 +114,7 @@ func savePlot(path string, sets []*suite.ResultSet, names []string, o plots.Opti
 		return usageErr(err)
 	}
 	if o.Subtitle == "" && len(sets) > 0 {
-		o.Subtitle = defaultSubtitle(sets[0])
+		o.Subtitle = defaultSubtitle(sets[0], o.Y)
 		for _, rs := range sets[1:] {
 			if rs.DataSpecHash != sets[0].DataSpecHash {
 				fmt.Fprintf(stderr, "qppl: warning: %s was evaluated on other data than %s; its points are not comparable\n", names[len(names)-1], names[0])

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -53,6 +54,17 @@ func pySplitWhitespaceCount(s string) int {
 		in = sp
 	}
 	return n
+}
+
+// CheckUTF8 returns an error naming the file and the byte offset of the
+// first invalid UTF-8 sequence of its contents b, or nil when b is valid
+// (Python's open(...).read() fails on such a file, so no reference tool
+// tokenizes it).
+func CheckUTF8(name string, b []byte) error {
+	if off := firstInvalidUTF8(b); off >= 0 {
+		return fmt.Errorf("dataset: %s: invalid UTF-8 at byte offset %d", name, off)
+	}
+	return nil
 }
 
 // firstInvalidUTF8 returns the byte offset of the first invalid UTF-8

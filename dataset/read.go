@@ -104,8 +104,8 @@ func Load(path string, opts LoadOptions) (*Corpus, error) {
 		}
 		return &Corpus{Path: path, Kind: KindJSONL, Rows: rows}, nil
 	case KindRaw, KindText:
-		if off := firstInvalidUTF8(data); off >= 0 {
-			return nil, fmt.Errorf("dataset: %s: invalid UTF-8 at byte offset %d", path, off)
+		if err := CheckUTF8(path, data); err != nil {
+			return nil, err
 		}
 		c := &Corpus{Path: path, Kind: kind, Raw: string(data)}
 		if kind == KindRaw {

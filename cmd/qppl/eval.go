@@ -502,6 +502,9 @@ func evalLoadData(ctx context.Context, o evalOptions, method compare.Method, dir
 		if err != nil {
 			return nil, fmt.Errorf("eval: --text: %w", err)
 		}
+		if err := dataset.CheckUTF8(o.Text, b); err != nil {
+			return nil, fmt.Errorf("eval: --text: %w", err)
+		}
 		text := string(b)
 		if method == compare.MethodLlamaCpp {
 			// llama-perplexity -f drops one trailing "\n" (common/arg.cpp).

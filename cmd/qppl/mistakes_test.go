@@ -115,6 +115,8 @@ func TestUserMistakes(t *testing.T) {
 	dataset.WriteTokens(badTokens, []int32{1, 2, 3, 700, 5, 6})
 	text := filepath.Join(root, "t.txt")
 	os.WriteFile(text, []byte(strings.Repeat("The quick brown fox jumps over the lazy dog. ", 10)), 0o644)
+	badText := filepath.Join(root, "latin1.txt")
+	os.WriteFile(badText, []byte("caf\xe9 au lait"), 0o644)
 
 	noConfig := copyModel(t, good, filepath.Join(root, "noconfig"))
 	os.Remove(filepath.Join(noConfig, "config.json"))
@@ -201,6 +203,7 @@ func TestUserMistakes(t *testing.T) {
 		{"missing config.json", evalArgs(noConfig, "--ctx", "16"), 2, "qppl: not found: ROOT/noconfig/config.json: no config.json in the model directory\n"},
 		{"tokenizer missing", evalArgs(noTok, "--text", text, "--ctx", "16"), 2, "qppl: eval: ROOT/notok has no tokenizer.json to tokenize the text with: add the model's tokenizer.json, or tokenize elsewhere and pass --tokens FILE.i32\n"},
 		{"malformed tokenizer.json", evalArgs(badTok, "--text", text, "--ctx", "16"), 2, "qppl: eval: tokenizer ROOT/badtok/tokenizer.json: invalid JSON: unexpected end of JSON input\n"},
+		{"text not UTF-8", evalArgs(good, "--text", badText, "--ctx", "4"), 2, "qppl: eval: --text: dataset: ROOT/latin1.txt: invalid UTF-8 at byte offset 3\n"},
 		{"vocab size mismatch", evalArgs(vocabMismatch, "--ctx", "16"), 2, "qppl: eval: ROOT/vocab/tokenizer.json has 1024 token ids but config.json's vocab_size is 512: the tokenizer does not belong to this model\n"},
 		{"token id >= vocab", evalArgs(good, "--tokens", badTokens, "--ctx", "4", "--stride", "1"), 2, "qppl: eval: ROOT/bad.i32: token 700 (position 3) is outside the model's vocabulary [0, 512)\n"},
 		{"ctx larger than the stream", evalArgs(good, "--ctx", "100"), 2, "qppl: ctx 100 needs more than 100 tokens, but the token stream has 80: no window fits (compare_q windows need n > ctx)\n"},

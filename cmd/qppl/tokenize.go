@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -96,16 +95,8 @@ func tokenizeRun(o tokenizeOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("tokenize: %w", err))
 	}
-	if !utf8.Valid(text) {
-		off := 0
-		for off < len(text) {
-			r, n := utf8.DecodeRune(text[off:])
-			if r == utf8.RuneError && n == 1 {
-				break
-			}
-			off += n
-		}
-		return usageErr(fmt.Errorf("tokenize: %s is not valid UTF-8 (first bad byte at offset %d)", o.Text, off))
+	if err := dataset.CheckUTF8(o.Text, text); err != nil {
+		return usageErr(fmt.Errorf("tokenize: %w", err))
 	}
 	ids := tk.Encode(string(text), o.Special)
 	if err := dataset.WriteTokens(o.Out, ids); err != nil {

@@ -84,7 +84,7 @@ func TestTokenizeErrors(t *testing.T) {
 		{"DecodeNoTokens", []string{"--decode", "--tokenizer", dir}, "--tokens FILE.i32 is required"},
 		{"DecodeWithText", []string{"--decode", "--tokenizer", dir, "--tokens", oov, "--text", good}, "only apply to encoding"},
 		{"MissingTokenizer", []string{"--tokenizer", filepath.Join(dir, "nope"), "--text", good, "--out", out}, "nope"},
-		{"InvalidUTF8", []string{"--tokenizer", dir, "--text", bad, "--out", out}, "not valid UTF-8 (first bad byte at offset 2)"},
+		{"InvalidUTF8", []string{"--tokenizer", dir, "--text", bad, "--out", out}, "invalid UTF-8 at byte offset 2"},
 		{"TokenOutOfVocab", []string{"--decode", "--tokenizer", dir, "--tokens", oov}, "token 1048576 (index 1) is not in the tokenizer's vocabulary"},
 		{"OddTokenFile", []string{"--decode", "--tokenizer", dir, "--tokens", odd}, "not a multiple of 4"},
 		{"StrayArg", []string{"--tokenizer", dir, "--text", good, "--out", out, "extra"}, `unexpected argument "extra"`},

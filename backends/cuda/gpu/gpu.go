@@ -159,7 +159,7 @@ func (d *Device) Alloc(bytes int64) (device.Ptr, error) {
 		return err
 	})
 	if errors.Is(err, cu.OutOfMemory) {
-		return 0, fmt.Errorf("%s: alloc %d bytes: %v: %w", d.name, bytes, err, device.ErrOutOfMemory)
+		return 0, fmt.Errorf("%s: alloc %d bytes: %w: %w", d.name, bytes, err, device.ErrOutOfMemory)
 	}
 	if err != nil { // not every failure is a full device (closed device, bad context, zero size)
 		return 0, fmt.Errorf("%s: alloc %d bytes: %w", d.name, bytes, err)

@@ -197,7 +197,7 @@ func TestCompareRunDirResume(t *testing.T) {
 			t.Fatalf("SIGINT: exit %d, journals %v; stderr:\n%s", code, n, msg)
 		}
 		for _, w := range []string{
-			"qppl: SIGINT: stopping after the current window",
+			"qppl: SIGINT: stopping: the window in flight is abandoned",
 			"the base model's log-prob store was not finished: resuming evaluates the base model again from its first window\n",
 			resume,
 		} {
@@ -217,7 +217,7 @@ func TestCompareRunDirResume(t *testing.T) {
 			t.Fatalf("SIGTERM: exit %d, journals %v; stderr:\n%s", code, n, msg)
 		}
 		for _, w := range []string{
-			"qppl: SIGTERM: stopping after the current window",
+			"qppl: SIGTERM: stopping: the window in flight is abandoned",
 			"qppl: base: its log-prob store is missing or was not finished: evaluating the base model again from its first window (",
 			"windows are saved in " + journalPath(filepath.Join(rd, "01-W4A16_g32")) + "\n",
 			resume,

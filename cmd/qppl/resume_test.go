@@ -263,7 +263,7 @@ func TestInterruptSignals(t *testing.T) {
 		}
 		msg := stderr.String()
 		for _, w := range []string{
-			"qppl: " + tc.name + ": stopping after the current window",
+			"qppl: " + tc.name + ": stopping: the window in flight is abandoned",
 			"windows are saved in " + journalPath(rd),
 			"qppl: resume with:\n  " + shellQuote(append([]string{"qppl"}, args(rd, out)...)) + "\n",
 		} {

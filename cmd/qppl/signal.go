@@ -53,7 +53,7 @@ func (in *interrupts) loop() {
 			}
 			in.mu.Unlock()
 			if first {
-				fmt.Fprintf(in.stderr, "\nqppl: %s: stopping after the current window (send it again to exit at once)\n", signalName(s))
+				fmt.Fprintf(in.stderr, "\nqppl: %s: stopping: the window in flight is abandoned, finished ones are kept (send it again to exit at once)\n", signalName(s))
 				in.cancel()
 				continue
 			}

@@ -183,6 +183,14 @@ func (d *Device) Launch(kernel string, grid, block device.Dim3, sharedBytes int,
 	for i, a := range args {
 		switch v := a.(type) {
 		case device.Ptr:
+			// 0 is an absent optional operand; anything else must point into a
+			// live allocation (a freed or stale pointer would be a
+			// use-after-free on a GPU)
+			if v != 0 {
+				if _, err := d.span(v, 0); err != nil {
+					return fmt.Errorf("%s: launch %s: pointer argument %d: %w", d.opt.Name, kernel, i, err)
+				}
+			}
 			vals[i] = C.uint64_t(v)
 		case int32:
 			vals[i] = C.uint64_t(uint32(v))

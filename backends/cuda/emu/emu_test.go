@@ -78,6 +78,14 @@ func TestLaunchArgumentChecks(t *testing.T) {
 	if err := d.Launch("nope", device.D1(1), device.D1(1), 0); err == nil {
 		t.Error("unknown kernel accepted")
 	}
+	// A pointer that is not inside a live allocation (freed, stale).
+	q := allocT(t, d, 64)
+	if err := d.Free(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Launch(device.KFill, device.D1(1), device.D1(1), 0, q, int32(1), float32(1)); err == nil || !strings.Contains(err.Error(), "not inside an allocation") {
+		t.Errorf("launch with a freed pointer: err = %v", err)
+	}
 	// Geometry a GPU refuses is refused here too (device.CheckGeometry).
 	for _, g := range []struct {
 		grid, block device.Dim3

@@ -171,7 +171,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	lin := func(al arch.Linear) (quant.Linear, error) {
 		l, err := src.Linear(al.Module)
 		if err != nil {
-			return nil, fmt.Errorf("reference: %s: %w", al.Module, err)
+			return nil, fmt.Errorf("reference: %s: %w", src.Where(al.Module), err)
 		}
 		if o, i := l.Shape(); o != al.Out || i != al.In {
 			return nil, fmt.Errorf("reference: %s: %s: weight shape [%d %d], want [%d %d] from config.json", src.Where(al.Module), al.Module, o, i, al.Out, al.In)

@@ -215,7 +215,7 @@ func TestUserMistakes(t *testing.T) {
 		{"bad safetensors header", evalArgs(badHeader, "--ctx", "16"), 2, "qppl: invalid safetensors: ROOT/badheader/model.safetensors: header length 1152921504606846976 exceeds the limit 100000000\n"},
 		{"truncated shard", evalArgs(truncShard, "--ctx", "16"), 2, "qppl: invalid safetensors: ROOT/truncshard/model-00002-of-00002.safetensors: tensor \"model.norm.weight\": data_offsets [49408 49536] run past the end of the data (49436 bytes)\n"},
 		{"index names a missing shard", evalArgs(missingShard, "--ctx", "16"), 2, "qppl: not found: ROOT/missingshard/model.safetensors.index.json names model-00002-of-00002.safetensors (for 10 tensors), which does not exist\n"},
-		{"group size not dividing", evalArgs(badGroup, "--ctx", "16"), 2, "qppl: reference: model.layers.0.self_attn.q_proj: module model.layers.0.self_attn.q_proj: quantization_config group_size 24 does not divide in_features 32\n"},
+		{"group size not dividing", evalArgs(badGroup, "--ctx", "16"), 2, "qppl: reference: ROOT/badgroup: module model.layers.0.self_attn.q_proj: quantization_config group_size 24 does not divide in_features 32\n"},
 		{"NaN in a window", evalArgs(nanModel, "--tokens", nanTokens, "--ctx", "8", "--stride", "8"), 1, "qppl: window 0: reference: position 0: non-finite logit NaN\n"},
 	}
 	for _, tc := range tests {

@@ -65,11 +65,16 @@ func parseDevices(o backendOptions) ([]int, []float64, error) {
 	ids := []int{0}
 	if s := strings.TrimSpace(o.GPUs); s != "" {
 		ids = nil
+		seen := map[int]bool{}
 		for _, f := range strings.Split(s, ",") {
 			id, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || id < 0 {
 				return nil, nil, usageErr(fmt.Errorf("--gpus %q: want device ids like 0,1", o.GPUs))
 			}
+			if seen[id] {
+				return nil, nil, usageErr(fmt.Errorf("--gpus %q: device %d listed twice", o.GPUs, id))
+			}
+			seen[id] = true
 			ids = append(ids, id)
 		}
 	}

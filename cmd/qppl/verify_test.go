@@ -30,6 +30,7 @@ func TestVerifyCommand(t *testing.T) {
 	}{
 		{[]string{"--precision", "fp32"}, exitOK, "verify: PASS"},
 		{[]string{"--precision", "bf16", "--gpus", "0,1", "--gpu-split", "0.01,1"}, exitOK, "verify: PASS"},
+		{[]string{"--precision", "bf16", "--gpus", "0,0"}, exitUsage, `--gpus "0,0": device 0 listed twice`},
 		{[]string{"--precision", "fp32", "--max-nll", "1e-12"}, exitRegressed, "verify: FAIL"},
 		{[]string{"--backends", "reference,cuda"}, exitUsage, "make cuda"},
 		{[]string{"--backends", "reference"}, exitUsage, "two backends"},

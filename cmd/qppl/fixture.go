@@ -21,7 +21,7 @@ type fixtureOptions struct {
 func newFixtureCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "fixture",
-		Usage:     "write a tiny deterministic random model in Hugging Face layout",
+		Usage:     "write a tiny deterministic model in Hugging Face layout (bigram-initialised on the demo text, or random)",
 		UsageText: "qppl fixture --arch llama|mistral|qwen2|qwen3 [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
 		Before:    requireFlags("out"),
 		Flags: []cli.Flag{

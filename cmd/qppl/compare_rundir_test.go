@@ -66,14 +66,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // removed.
 func resultSetNoTiming(t *testing.T, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readJSONObject(t, path)
 	rs, _ := m["results"].([]any)
 	if len(rs) != 3 {
 		t.Fatalf("%s: %d results, want 3", path, len(rs))

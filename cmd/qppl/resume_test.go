@@ -74,14 +74,7 @@ func journalRecords(dir string) (int, int64) {
 // resultNoTiming reads a result JSON with its timing object removed.
 func resultNoTiming(t *testing.T, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readJSONObject(t, path)
 	if _, ok := m["timing"]; !ok {
 		t.Errorf("%s: no timing object", path)
 	}
@@ -336,4 +329,18 @@ func TestResumeCorruptOrBusyJournal(t *testing.T) {
 	if want := "qppl: --run-dir " + rd + ": journal: corrupt: " + journalPath(rd) + ": checksum mismatch in record at byte "; code != 2 || !strings.HasPrefix(stderr, want) {
 		t.Errorf("corrupt journal: exit %d\n got %q\nwant %q…", code, stderr, want)
 	}
+}
+
+// readJSONObject reads a JSON object file written by qppl.
+func readJSONObject(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -15,9 +15,11 @@ func TestNoGPUInDefaultBuild(t *testing.T) {
 	if err != nil {
 		t.Skipf("go tool not found: %v", err)
 	}
-	out, err := exec.Command(goTool, "list", "-deps", "github.com/qppl/qppl/cmd/qppl").CombinedOutput()
+	// Output, not CombinedOutput: stderr carries "go: downloading ..." lines
+	// on a machine whose module cache is empty, which are not packages.
+	out, err := exec.Command(goTool, "list", "-deps", "github.com/qppl/qppl/cmd/qppl").Output()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+		t.Fatalf("go list: %v\n%s", err, stderrOf(err))
 	}
 	for _, p := range strings.Fields(string(out)) {
 		if strings.HasPrefix(p, "gorgonia.org/cu") || p == "github.com/qppl/qppl/backends/cuda/gpu" {
@@ -26,9 +28,9 @@ func TestNoGPUInDefaultBuild(t *testing.T) {
 	}
 	cmd := exec.Command(goTool, "list", "-tags", "cuda", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/qppl/qppl/...")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1") // the gpu package is cgo
-	out, err = cmd.CombinedOutput()
+	out, err = cmd.Output()
 	if err != nil {
-		t.Fatalf("go list -tags cuda: %v\n%s", err, out)
+		t.Fatalf("go list -tags cuda: %v\n%s", err, stderrOf(err))
 	}
 	importers := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -45,4 +47,12 @@ func TestNoGPUInDefaultBuild(t *testing.T) {
 	if importers == 0 {
 		t.Error("no package imports gorgonia.org/cu with -tags cuda (expected backends/cuda/gpu)")
 	}
+}
+
+// stderrOf returns what a failed command wrote to stderr.
+func stderrOf(err error) []byte {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.Stderr
+	}
+	return nil
 }

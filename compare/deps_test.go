@@ -46,9 +46,14 @@ func TestImportDirection(t *testing.T) {
 		args = append(args, mod+p)
 	}
 	slices.Sort(args[3:])
-	out, err := exec.Command(goTool, args...).CombinedOutput()
+	// Stdout only: on an empty module cache stderr carries "go: downloading" lines.
+	out, err := exec.Command(goTool, args...).Output()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -22,7 +22,8 @@ const (
 
 // Spec is one model's architecture resolved from its config.
 type Spec struct {
-	Config   *checkpoint.Config
+	Config   *checkpoint.Config // resolved (see Resolve)
+	Family   Family
 	Name     string // model_type
 	HeadDim  int
 	QKVBias  bool // qwen2, or attention_bias
@@ -42,33 +43,27 @@ type Spec struct {
 	SlidingWindow int
 }
 
-// For resolves the architecture of cfg or says why it is unsupported.
+// For resolves the architecture of cfg or says why it is unsupported. A
+// config not yet resolved (checkpoint.ParseConfig's) is resolved first
+// (Resolve); its errors wrap checkpoint.ErrConfig.
 func For(cfg *checkpoint.Config) (*Spec, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: no config", ErrUnsupported)
 	}
+	cfg, err := Resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fam, ok := Lookup(cfg.ModelType)
+	if !ok {
+		return nil, fmt.Errorf("%w: model_type %q (supported: %s)", ErrUnsupported, cfg.ModelType, strings.Join(Names(), ", "))
+	}
+	lay := fam.Layout(cfg)
 	s := &Spec{
-		Config: cfg, Name: cfg.ModelType, HeadDim: cfg.HeadDim, TiedHead: cfg.TieWordEmbeddings,
+		Config: cfg, Family: fam, Name: cfg.ModelType, HeadDim: cfg.HeadDim, TiedHead: cfg.TieWordEmbeddings,
 		Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Intermediate: cfg.IntermediateSize,
 		Layers: cfg.NumHiddenLayers, Heads: cfg.NumAttentionHeads, KVHeads: cfg.NumKeyValueHeads,
-		Eps: cfg.RMSNormEps,
-	}
-	switch cfg.ModelType {
-	case "llama":
-		// LlamaAttention: bias on q, k, v and o when attention_bias.
-		s.QKVBias, s.OBias = cfg.AttentionBias, cfg.AttentionBias
-	case "mistral":
-		// Identical to llama without attention_bias.
-	case "qwen2":
-		// Identical to llama except for bias on q, k and v (never on o).
-		s.QKVBias = true
-	case "qwen3":
-		// Llama plus RMSNorm over each head of q and k before RoPE; head_dim
-		// from config.json; attention_bias on q, k, v and o.
-		s.QKNorm = true
-		s.QKVBias, s.OBias = cfg.AttentionBias, cfg.AttentionBias
-	default:
-		return nil, fmt.Errorf("%w: model_type %q (supported: %s)", ErrUnsupported, cfg.ModelType, strings.Join(checkpoint.SupportedModelTypes(), ", "))
+		Eps: cfg.RMSNormEps, QKVBias: lay.QKVBias, OBias: lay.OBias, QKNorm: lay.QKNorm,
 	}
 	if cfg.MLPBias {
 		return nil, fmt.Errorf("%w: %s with mlp_bias (biases on gate/up/down_proj) is not supported", ErrUnsupported, cfg.ModelType)
@@ -156,22 +151,84 @@ type Linear struct {
 	Module  string // path without ".weight"
 	Out, In int
 	Bias    bool
+	Proj    Proj // its role in the layer (ProjQ … ProjDown; ProjHead for lm_head)
+}
+
+// Proj names a linear module of a decoder layer. Both backends hold a
+// layer's linears (and biases) in arrays indexed by Proj, so that the two
+// forward passes name each weight the same way; LayerLinears returns them
+// in this order, which is the forward order.
+type Proj int
+
+// The linear modules of a decoder layer, and the head.
+const (
+	ProjQ    Proj = iota // self_attn.q_proj [heads·head_dim, hidden]
+	ProjK                // self_attn.k_proj [kv_heads·head_dim, hidden]
+	ProjV                // self_attn.v_proj [kv_heads·head_dim, hidden]
+	ProjO                // self_attn.o_proj [hidden, heads·head_dim]
+	ProjGate             // mlp.gate_proj [intermediate, hidden]
+	ProjUp               // mlp.up_proj [intermediate, hidden]
+	ProjDown             // mlp.down_proj [hidden, intermediate]
+	// NumProj is the number of linear modules of a decoder layer.
+	NumProj
+	// ProjHead is lm_head (not a layer module).
+	ProjHead Proj = -1
+)
+
+// String returns the module's short name (q_proj, …, lm_head).
+func (p Proj) String() string {
+	switch p {
+	case ProjQ:
+		return "q_proj"
+	case ProjK:
+		return "k_proj"
+	case ProjV:
+		return "v_proj"
+	case ProjO:
+		return "o_proj"
+	case ProjGate:
+		return "gate_proj"
+	case ProjUp:
+		return "up_proj"
+	case ProjDown:
+		return "down_proj"
+	case ProjHead:
+		return HeadModule
+	}
+	return fmt.Sprintf("Proj(%d)", int(p))
 }
 
 // LayerLinears returns the linear modules of layer i in forward order
-// (q, k, v, o, gate, up, down) with their logical shapes.
+// (q, k, v, o, gate, up, down: index k holds Proj(k)) with their logical
+// shapes.
 func (s *Spec) LayerLinears(i int) []Linear {
 	l := s.Layer(i)
 	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	return []Linear{
-		{l.Q, q, s.Hidden, s.QKVBias},
-		{l.K, kv, s.Hidden, s.QKVBias},
-		{l.V, kv, s.Hidden, s.QKVBias},
-		{l.O, s.Hidden, q, s.OBias},
-		{l.Gate, s.Intermediate, s.Hidden, false},
-		{l.Up, s.Intermediate, s.Hidden, false},
-		{l.Down, s.Hidden, s.Intermediate, false},
+		{l.Q, q, s.Hidden, s.QKVBias, ProjQ},
+		{l.K, kv, s.Hidden, s.QKVBias, ProjK},
+		{l.V, kv, s.Hidden, s.QKVBias, ProjV},
+		{l.O, s.Hidden, q, s.OBias, ProjO},
+		{l.Gate, s.Intermediate, s.Hidden, false, ProjGate},
+		{l.Up, s.Intermediate, s.Hidden, false, ProjUp},
+		{l.Down, s.Hidden, s.Intermediate, false, ProjDown},
 	}
+}
+
+// Bias returns the bias tensor name of projection p in l ("" when the
+// architecture has none): q, k, v and o only.
+func (l Layer) Bias(p Proj) string {
+	switch p {
+	case ProjQ:
+		return l.QBias
+	case ProjK:
+		return l.KBias
+	case ProjV:
+		return l.VBias
+	case ProjO:
+		return l.OBias
+	}
+	return ""
 }
 
 // LayerModules returns the linear module paths of layer i (without
@@ -187,7 +244,7 @@ func (s *Spec) LayerModules(i int) []string {
 
 // Head returns the output projection: module "lm_head" with shape
 // [vocab, hidden]. When the head is tied its weight is the embedding.
-func (s *Spec) Head() Linear { return Linear{HeadModule, s.Vocab, s.Hidden, false} }
+func (s *Spec) Head() Linear { return Linear{HeadModule, s.Vocab, s.Hidden, false, ProjHead} }
 
 // HeadName returns the tensor holding the dense output projection weight:
 // lm_head.weight, or model.embed_tokens.weight when tie_word_embeddings is

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
-	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 )
 
@@ -79,7 +79,7 @@ func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
 			b.Fatalf("generating the model: %v\n%s", err, out)
 		}
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -116,13 +116,13 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		// Attention block.
 		rmsNorm(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
 		probe(li, arch.SiteAttnNorm, ws.h, d.C)
-		if err := m.linear(ws, l.q, l.bq, ws.h, T, d.C, ws.q, hd); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
 			return err
 		}
-		if err := m.linear(ws, l.k, l.bk, ws.h, T, d.C, ws.k, kvd); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
 			return err
 		}
-		if err := m.linear(ws, l.v, l.bv, ws.h, T, d.C, ws.v, kvd); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
 			return err
 		}
 		if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
@@ -132,7 +132,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
 		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
 		m.attention(ws, T)
-		if err := m.linear(ws, l.o, l.bo, ws.att, T, hd, ws.proj, d.C); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err
 		}
 		probe(li, arch.SiteAttnOut, ws.proj, d.C)
@@ -143,16 +143,16 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		// MLP block.
 		rmsNorm(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
 		probe(li, arch.SiteMLPNorm, ws.h, d.C)
-		if err := m.linear(ws, l.gate, nil, ws.h, T, d.C, ws.gate, d.I); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjGate], nil, ws.h, T, d.C, ws.gate, d.I); err != nil {
 			return err
 		}
-		if err := m.linear(ws, l.up, nil, ws.h, T, d.C, ws.up, d.I); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjUp], nil, ws.h, T, d.C, ws.up, d.I); err != nil {
 			return err
 		}
 		for i, g := range ws.gate[:T*d.I] {
 			ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
 		}
-		if err := m.linear(ws, l.down, nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 			return err
 		}
 		probe(li, arch.SiteMLPOut, ws.proj, d.C)

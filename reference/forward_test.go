@@ -399,7 +399,7 @@ func TestBindErrors(t *testing.T) {
 	bad := randomWeights(cfg, 1)
 	bad.t["model.norm.weight"] = memTensor{make([]float64, 8), []int{8}}
 	dir := writeCheckpoint(t, t.TempDir(), cfg, bad)
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

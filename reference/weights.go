@@ -115,10 +115,12 @@ type dims struct {
 // layerWeights binds one decoder layer. Linears are handles: they are
 // decoded into the scratch buffer when the layer runs.
 type layerWeights struct {
-	attnNorm, mlpNorm          []float64 // [C]
-	qNorm, kNorm               []float64 // [D], qwen3 only
-	q, k, v, o, gate, up, down quant.Linear
-	bq, bk, bv, bo             []float64 // nil when absent
+	attnNorm, mlpNorm []float64 // [C]
+	qNorm, kNorm      []float64 // [D], qwen3 only
+	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
+	// in backends/cuda; a bias is nil when absent.
+	lin  [arch.NumProj]quant.Linear
+	bias [arch.NumProj][]float64
 }
 
 // model is a bound checkpoint.
@@ -204,30 +206,25 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		if l.mlpNorm, err = vec(names.MLPNorm, d.C); err != nil {
 			return nil, err
 		}
-		lins := spec.LayerLinears(i) // q, k, v, o, gate, up, down
-		if len(lins) != 7 {
-			return nil, fmt.Errorf("reference: layer %d: %d linear modules, want 7", i, len(lins))
-		}
-		dst := []*quant.Linear{&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}
-		for k, al := range lins {
-			if *dst[k], err = lin(al); err != nil {
+		for _, al := range spec.LayerLinears(i) {
+			if l.lin[al.Proj], err = lin(al); err != nil {
 				return nil, err
 			}
 			m.scratch = max(m.scratch, al.Out*al.In)
+			if b := names.Bias(al.Proj); b != "" {
+				if l.bias[al.Proj], err = vec(b, al.Out); err != nil {
+					return nil, err
+				}
+			}
 		}
-		for _, b := range []struct {
+		for _, n := range []struct {
 			dst  *[]float64
 			name string
-			n    int
-		}{
-			{&l.bq, names.QBias, lins[0].Out}, {&l.bk, names.KBias, lins[1].Out},
-			{&l.bv, names.VBias, lins[2].Out}, {&l.bo, names.OBias, lins[3].Out},
-			{&l.qNorm, names.QNorm, d.D}, {&l.kNorm, names.KNorm, d.D},
-		} {
-			if b.name == "" {
+		}{{&l.qNorm, names.QNorm}, {&l.kNorm, names.KNorm}} {
+			if n.name == "" {
 				continue
 			}
-			if *b.dst, err = vec(b.name, b.n); err != nil {
+			if *n.dst, err = vec(n.name, d.D); err != nil {
 				return nil, err
 			}
 		}

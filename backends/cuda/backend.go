@@ -47,8 +47,10 @@ var (
 // layerDev is one decoder layer's weights on its device.
 type layerDev struct {
 	attnNorm, mlpNorm, qNorm, kNorm device.Ptr // fp32
-	lin                             [7]*devLinear
-	bias                            [7]device.Ptr // fp32 biases of q, k, v, o (0 when absent)
+	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
+	// in package reference; a bias is 0 when absent (fp32).
+	lin  [arch.NumProj]*devLinear
+	bias [arch.NumProj]device.Ptr
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/backendtest"
 	"github.com/qppl/qppl/backends/cuda/device"
@@ -33,7 +34,7 @@ func emuDevices(t testing.TB, n int, mem int64) []device.Device {
 
 func openModel(t testing.TB, dir string) *checkpoint.Model {
 	t.Helper()
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

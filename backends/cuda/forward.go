@@ -121,8 +121,11 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteAttnNorm, ds.h, C); err != nil {
 				return err
 			}
-			for k, out := range []device.Ptr{ds.q, ds.k, ds.v} {
-				if err := b.linear(ds, lw.lin[k], ds.h, T, out, lw.bias[k]); err != nil {
+			for _, p := range []struct {
+				proj arch.Proj
+				out  device.Ptr
+			}{{arch.ProjQ, ds.q}, {arch.ProjK, ds.k}, {arch.ProjV, ds.v}} {
+				if err := b.linear(ds, lw.lin[p.proj], ds.h, T, p.out, lw.bias[p.proj]); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
 			}
@@ -148,7 +151,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 				ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt)); err != nil {
 				return err
 			}
-			if err := b.linear(ds, lw.lin[3], ds.att, T, ds.proj, lw.bias[3]); err != nil {
+			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			if err := pr(ds, li, arch.SiteAttnOut, ds.proj, C); err != nil {
@@ -165,17 +168,17 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteMLPNorm, ds.h, C); err != nil {
 				return err
 			}
-			if err := b.linear(ds, lw.lin[4], ds.h, T, ds.gate, 0); err != nil {
+			if err := b.linear(ds, lw.lin[arch.ProjGate], ds.h, T, ds.gate, 0); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
-			if err := b.linear(ds, lw.lin[5], ds.h, T, ds.up, 0); err != nil {
+			if err := b.linear(ds, lw.lin[arch.ProjUp], ds.h, T, ds.up, 0); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			g, bl = ew(T * I)
 			if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
 				return err
 			}
-			if err := b.linear(ds, lw.lin[6], ds.gate, T, ds.proj, 0); err != nil {
+			if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			if err := pr(ds, li, arch.SiteMLPOut, ds.proj, C); err != nil {

@@ -108,7 +108,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if o.Stride == 0 {
 		o.Stride = o.Ctx
 	}
-	m, err := checkpoint.OpenDir(o.Model)
+	m, err := arch.OpenDir(o.Model)
 	if err != nil {
 		return usageErr(err)
 	}

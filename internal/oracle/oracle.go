@@ -44,7 +44,7 @@ func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) (
 			return nil, err
 		}
 		last := hidden[p]
-		if opt.InputQuant != nil && !cfg.TieWordEmbeddings {
+		if opt.InputQuant != nil && !net.tied {
 			flat := make([]float64, 0, (p+1)*net.hidden)
 			for _, r := range hidden {
 				flat = append(flat, r...)
@@ -80,6 +80,7 @@ type block struct {
 type network struct {
 	vocab, hidden, heads, kvHeads, headDim int
 	eps                                    float64
+	tied                                   bool
 	freqs                                  []float64
 	embed                                  [][]float64
 	blocks                                 []block
@@ -88,35 +89,19 @@ type network struct {
 }
 
 func load(cfg *checkpoint.Config, get Getter) (*network, error) {
-	if cfg == nil {
-		return nil, fmt.Errorf("oracle: nil config")
+	st, err := readSettings(cfg)
+	if err != nil {
+		return nil, err
 	}
 	n := &network{
-		vocab: cfg.VocabSize, hidden: cfg.HiddenSize, heads: cfg.NumAttentionHeads,
-		kvHeads: cfg.NumKeyValueHeads, headDim: cfg.HeadDim, eps: cfg.RMSNormEps,
+		vocab: st.vocab, hidden: st.hidden, heads: st.heads,
+		kvHeads: st.kvHeads, headDim: st.headDim, eps: st.eps, tied: st.tied,
 	}
-	if n.kvHeads == 0 {
-		n.kvHeads = n.heads
-	}
-	if n.headDim == 0 && n.heads > 0 {
-		n.headDim = n.hidden / n.heads
-	}
-	if n.vocab <= 0 || n.hidden <= 0 || n.heads <= 0 || n.kvHeads <= 0 || n.headDim <= 0 || n.headDim%2 == 1 || n.heads%n.kvHeads != 0 || cfg.IntermediateSize <= 0 || cfg.NumHiddenLayers <= 0 {
+	if n.vocab <= 0 || n.hidden <= 0 || n.heads <= 0 || n.kvHeads <= 0 || n.headDim <= 0 || n.headDim%2 == 1 || n.heads%n.kvHeads != 0 || st.inter <= 0 || st.layers <= 0 {
 		return nil, fmt.Errorf("oracle: inconsistent sizes in config")
 	}
-	var qkvBias, oBias, qkNorm bool
-	switch cfg.ModelType {
-	case "llama", "mistral":
-		qkvBias, oBias = cfg.AttentionBias, cfg.AttentionBias
-	case "qwen2":
-		qkvBias = true
-	case "qwen3":
-		qkvBias, oBias, qkNorm = cfg.AttentionBias, cfg.AttentionBias, true
-	default:
-		return nil, fmt.Errorf("oracle: unsupported model_type %q", cfg.ModelType)
-	}
-	var err error
-	if n.freqs, err = inverseFrequencies(cfg, n.headDim); err != nil {
+	qkvBias, oBias, qkNorm := st.qkvBias, st.oBias, st.qkNorm
+	if n.freqs, err = inverseFrequencies(&checkpoint.Config{RopeTheta: st.theta, RopeScaling: st.rope}, n.headDim); err != nil {
 		return nil, err
 	}
 	mat := func(name string, rows, cols int) ([][]float64, error) {
@@ -150,7 +135,7 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	if n.embed, err = mat("model.embed_tokens.weight", n.vocab, n.hidden); err != nil {
 		return nil, err
 	}
-	if cfg.TieWordEmbeddings {
+	if n.tied {
 		n.head = n.embed
 	} else if n.head, err = mat("lm_head.weight", n.vocab, n.hidden); err != nil {
 		return nil, err
@@ -158,8 +143,8 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	if n.finalNorm, err = vector("model.norm.weight", n.hidden); err != nil {
 		return nil, err
 	}
-	qOut, kvOut, inter := n.heads*n.headDim, n.kvHeads*n.headDim, cfg.IntermediateSize
-	n.blocks = make([]block, cfg.NumHiddenLayers)
+	qOut, kvOut, inter := n.heads*n.headDim, n.kvHeads*n.headDim, st.inter
+	n.blocks = make([]block, st.layers)
 	for i := range n.blocks {
 		b := &n.blocks[i]
 		pre := fmt.Sprintf("model.layers.%d.", i)

@@ -35,6 +35,9 @@ type Spec struct {
 	Eps                                                 float64 // rms_norm_eps
 	// OBias reports a bias on o_proj (llama/qwen3 attention_bias).
 	OBias bool
+	// MoE is the mixture-of-experts MLP (nil for a dense model); layer i
+	// uses it when Sparse(i).
+	MoE *checkpoint.MoE
 	// SlidingWindow is the attention window (mistral, or qwen with
 	// use_sliding_window and a layer at or above max_window_layers), 0 for
 	// none. The backends compute full causal
@@ -64,6 +67,13 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 		Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Intermediate: cfg.IntermediateSize,
 		Layers: cfg.NumHiddenLayers, Heads: cfg.NumAttentionHeads, KVHeads: cfg.NumKeyValueHeads,
 		Eps: cfg.RMSNormEps, QKVBias: lay.QKVBias, OBias: lay.OBias, QKNorm: lay.QKNorm,
+		MoE: cfg.MoE,
+	}
+	if m := s.MoE; m != nil && fam.MoENames.Block == "" {
+		return nil, fmt.Errorf("%w: %s: a mixture of experts without tensor names", ErrUnsupported, fam.Name)
+	}
+	if m := s.MoE; m != nil && (m.Experts <= 0 || m.TopK <= 0 || m.TopK > m.Experts || m.Intermediate <= 0 || len(m.Sparse) != cfg.NumHiddenLayers) {
+		return nil, fmt.Errorf("%w: mixture of experts: %d experts, top %d, width %d, %d layer kinds for %d layers", ErrUnsupported, m.Experts, m.TopK, m.Intermediate, len(m.Sparse), cfg.NumHiddenLayers)
 	}
 	if cfg.MLPBias {
 		return nil, fmt.Errorf("%w: %s with mlp_bias (biases on gate/up/down_proj) is not supported", ErrUnsupported, cfg.ModelType)
@@ -120,7 +130,20 @@ type Layer struct {
 	QBias, KBias, VBias, OBias string // self_attn.{q,k,v,o}_proj.bias
 	QNorm, KNorm               string // self_attn.{q,k}_norm.weight [head_dim] (qwen3)
 	MLPNorm                    string // post_attention_layernorm.weight [hidden]
-	Gate, Up, Down             string // mlp.{gate,up,down}_proj
+	Gate, Up, Down             string // mlp.{gate,up,down}_proj ("" in a MoE layer)
+	Router                     string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
+}
+
+// Sparse reports whether layer i's MLP is the mixture of experts.
+func (s *Spec) Sparse(i int) bool { return s.MoE != nil && s.MoE.Sparse[i] }
+
+// Expert returns the module paths of expert e of MoE layer i (the family's
+// MoENames: mlp.experts.{e}.{gate,up,down}_proj for qwen3_moe,
+// block_sparse_moe.experts.{e}.{w1,w3,w2} for mixtral).
+func (s *Spec) Expert(i, e int) (gate, up, down string) {
+	n := s.Family.MoENames
+	p := fmt.Sprintf("model.layers.%d.%s.experts.%d.", i, n.Block, e)
+	return p + n.Gate, p + n.Up, p + n.Down
 }
 
 // Layer returns the tensor names of decoder layer i.
@@ -133,6 +156,10 @@ func (s *Spec) Layer(i int) Layer {
 		V: p + "self_attn.v_proj", O: p + "self_attn.o_proj",
 		MLPNorm: p + "post_attention_layernorm.weight",
 		Gate:    p + "mlp.gate_proj", Up: p + "mlp.up_proj", Down: p + "mlp.down_proj",
+	}
+	if s.Sparse(i) {
+		n := s.Family.MoENames
+		l.Gate, l.Up, l.Down, l.Router = "", "", "", p+n.Block+"."+n.Router
 	}
 	if s.QKVBias {
 		l.QBias, l.KBias, l.VBias = l.Q+".bias", l.K+".bias", l.V+".bias"
@@ -151,7 +178,10 @@ type Linear struct {
 	Module  string // path without ".weight"
 	Out, In int
 	Bias    bool
-	Proj    Proj // its role in the layer (ProjQ … ProjDown; ProjHead for lm_head)
+	Proj    Proj // its role in the layer (ProjQ … ProjRouter; ProjHead for lm_head)
+	// Expert is the expert index of a MoE expert's gate/up/down_proj, -1
+	// for every other module.
+	Expert int
 }
 
 // Proj names a linear module of a decoder layer. Both backends hold a
@@ -162,13 +192,14 @@ type Proj int
 
 // The linear modules of a decoder layer, and the head.
 const (
-	ProjQ    Proj = iota // self_attn.q_proj [heads·head_dim, hidden]
-	ProjK                // self_attn.k_proj [kv_heads·head_dim, hidden]
-	ProjV                // self_attn.v_proj [kv_heads·head_dim, hidden]
-	ProjO                // self_attn.o_proj [hidden, heads·head_dim]
-	ProjGate             // mlp.gate_proj [intermediate, hidden]
-	ProjUp               // mlp.up_proj [intermediate, hidden]
-	ProjDown             // mlp.down_proj [hidden, intermediate]
+	ProjQ      Proj = iota // self_attn.q_proj [heads·head_dim, hidden]
+	ProjK                  // self_attn.k_proj [kv_heads·head_dim, hidden]
+	ProjV                  // self_attn.v_proj [kv_heads·head_dim, hidden]
+	ProjO                  // self_attn.o_proj [hidden, heads·head_dim]
+	ProjGate               // mlp.gate_proj [intermediate, hidden]
+	ProjUp                 // mlp.up_proj [intermediate, hidden]
+	ProjDown               // mlp.down_proj [hidden, intermediate]; in a MoE layer also each expert's
+	ProjRouter             // mlp.gate, the MoE router [experts, hidden]
 	// NumProj is the number of linear modules of a decoder layer.
 	NumProj
 	// ProjHead is lm_head (not a layer module).
@@ -192,27 +223,53 @@ func (p Proj) String() string {
 		return "up_proj"
 	case ProjDown:
 		return "down_proj"
+	case ProjRouter:
+		return "gate"
 	case ProjHead:
 		return HeadModule
 	}
 	return fmt.Sprintf("Proj(%d)", int(p))
 }
 
-// LayerLinears returns the linear modules of layer i in forward order
-// (q, k, v, o, gate, up, down: index k holds Proj(k)) with their logical
-// shapes.
+// LayerLinears returns the linear modules of layer i in forward order with
+// their logical shapes: q, k, v, o, then the MLP's gate, up, down (index k
+// holds Proj(k) in a dense layer) or, in a MoE layer, the router followed
+// by each expert's gate, up and down (Expert 0, 1, ...).
 func (s *Spec) LayerLinears(i int) []Linear {
 	l := s.Layer(i)
 	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	return []Linear{
-		{l.Q, q, s.Hidden, s.QKVBias, ProjQ},
-		{l.K, kv, s.Hidden, s.QKVBias, ProjK},
-		{l.V, kv, s.Hidden, s.QKVBias, ProjV},
-		{l.O, s.Hidden, q, s.OBias, ProjO},
-		{l.Gate, s.Intermediate, s.Hidden, false, ProjGate},
-		{l.Up, s.Intermediate, s.Hidden, false, ProjUp},
-		{l.Down, s.Hidden, s.Intermediate, false, ProjDown},
+	out := []Linear{
+		{l.Q, q, s.Hidden, s.QKVBias, ProjQ, -1},
+		{l.K, kv, s.Hidden, s.QKVBias, ProjK, -1},
+		{l.V, kv, s.Hidden, s.QKVBias, ProjV, -1},
+		{l.O, s.Hidden, q, s.OBias, ProjO, -1},
 	}
+	if !s.Sparse(i) {
+		return append(out,
+			Linear{l.Gate, s.Intermediate, s.Hidden, false, ProjGate, -1},
+			Linear{l.Up, s.Intermediate, s.Hidden, false, ProjUp, -1},
+			Linear{l.Down, s.Hidden, s.Intermediate, false, ProjDown, -1})
+	}
+	m := s.MoE
+	out = append(out, Linear{l.Router, m.Experts, s.Hidden, false, ProjRouter, -1})
+	for e := 0; e < m.Experts; e++ {
+		g, u, d := s.Expert(i, e)
+		out = append(out,
+			Linear{g, m.Intermediate, s.Hidden, false, ProjGate, e},
+			Linear{u, m.Intermediate, s.Hidden, false, ProjUp, e},
+			Linear{d, s.Hidden, m.Intermediate, false, ProjDown, e})
+	}
+	return out
+}
+
+// MLPWidth returns the widest MLP activation of any layer: the dense
+// intermediate size, the experts' width and the router's expert count.
+func (s *Spec) MLPWidth() int {
+	w := s.Intermediate
+	if s.MoE != nil {
+		w = max(w, s.MoE.Intermediate, s.MoE.Experts)
+	}
+	return w
 }
 
 // Bias returns the bias tensor name of projection p in l ("" when the
@@ -244,7 +301,7 @@ func (s *Spec) LayerModules(i int) []string {
 
 // Head returns the output projection: module "lm_head" with shape
 // [vocab, hidden]. When the head is tied its weight is the embedding.
-func (s *Spec) Head() Linear { return Linear{HeadModule, s.Vocab, s.Hidden, false, ProjHead} }
+func (s *Spec) Head() Linear { return Linear{HeadModule, s.Vocab, s.Hidden, false, ProjHead, -1} }
 
 // HeadName returns the tensor holding the dense output projection weight:
 // lm_head.weight, or model.embed_tokens.weight when tie_word_embeddings is

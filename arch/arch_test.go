@@ -82,7 +82,7 @@ func TestForUnsupported(t *testing.T) {
 	c := cfg(t, `{"model_type":"llama",`+base+`}`)
 	bad := *c
 	bad.ModelType = "gpt2"
-	if _, err := For(&bad); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `model_type "gpt2" (supported: llama, mistral, qwen2, qwen3)`) {
+	if _, err := For(&bad); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `model_type "gpt2" (supported: llama, mistral, qwen2, qwen3`) {
 		t.Errorf("gpt2: %v", err)
 	}
 	bad = *c

@@ -25,8 +25,18 @@ type Family struct {
 	Quirks func(r *checkpoint.ConfigReader, c *checkpoint.Config)
 	// Layout says which optional weights a resolved config has.
 	Layout func(c *checkpoint.Config) Layout
+	// MoENames names the tensors of a mixture-of-experts MLP (families
+	// whose Quirks set Config.MoE).
+	MoENames MoENames
 	// Fixture is the small realistic checkpoint package fixtures writes.
 	Fixture Fixture
+}
+
+// MoENames are the module names of a mixture-of-experts layer, relative to
+// "model.layers.{i}.": the router is Block.Router, expert e's projections
+// Block.experts.{e}.{Gate,Up,Down}.
+type MoENames struct {
+	Block, Router, Gate, Up, Down string
 }
 
 // Defaults are a config class's constructor defaults.
@@ -72,7 +82,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral()}
 }
 
 // Names returns the supported model_type values.

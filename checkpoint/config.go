@@ -56,11 +56,26 @@ type Config struct {
 	QuantizationKey string
 	// Raw holds every top-level key of config.json as found.
 	Raw map[string]json.RawMessage
+	// MoE describes a mixture-of-experts MLP; nil for a dense model.
+	MoE *MoE
 	// Path names config.json in error messages.
 	Path string
 	// Resolved is set by package arch once the family's defaults and quirks
 	// are applied (arch.ParseConfig); ParseConfig leaves it false.
 	Resolved bool
+}
+
+// MoE is a mixture-of-experts MLP: each token's MLP output is the
+// routing-weighted sum of TopK of Experts SiLU-gated MLPs of width
+// Intermediate, chosen by a router Linear.
+type MoE struct {
+	Experts      int  // num_experts
+	TopK         int  // num_experts_per_tok
+	Intermediate int  // moe_intermediate_size
+	NormTopK     bool // norm_topk_prob: renormalise the TopK weights to sum 1
+	// Sparse[i] reports whether layer i's MLP is the MoE block (the other
+	// layers have a dense MLP of width intermediate_size).
+	Sparse []bool
 }
 
 // RopeScaling is config.json's rope_scaling.
@@ -354,6 +369,24 @@ func (p *ConfigReader) Str(key, def string) string {
 		p.Fail(key, "want a string, got %s", clip(v))
 	}
 	return s
+}
+
+// Ints reads a list of integers (def when absent or null).
+func (p *ConfigReader) Ints(key string, def []int) []int {
+	v := p.Get(key)
+	if v == nil {
+		return def
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(v, &list); err != nil {
+		p.Fail(key, "want a list of integers, got %s", clip(v))
+		return nil
+	}
+	out := make([]int, len(list))
+	for i, e := range list {
+		out[i] = p.parseInt(key, e)
+	}
+	return out
 }
 
 func (p *ConfigReader) tokenID(key string) int {

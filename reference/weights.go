@@ -109,6 +109,7 @@ func (f *fileRows) Rows(r0, r1 int, dst []float64) error {
 // dims are the resolved sizes of a model.
 type dims struct {
 	C, H, KV, D, I, V, L int
+	W                    int // widest MLP activation: I, the experts' width, the expert count
 	eps                  float64
 }
 
@@ -121,6 +122,10 @@ type layerWeights struct {
 	// in backends/cuda; a bias is nil when absent.
 	lin  [arch.NumProj]quant.Linear
 	bias [arch.NumProj][]float64
+	// experts[e] holds expert e's gate, up and down_proj (by arch.Proj) in
+	// a mixture-of-experts layer, whose router is lin[arch.ProjRouter];
+	// nil in a dense layer.
+	experts [][arch.NumProj]quant.Linear
 }
 
 // model is a bound checkpoint.
@@ -145,7 +150,7 @@ type model struct {
 func bind(spec *arch.Spec, src source) (*model, error) {
 	d := dims{
 		C: spec.Hidden, H: spec.Heads, KV: spec.KVHeads, D: spec.HeadDim,
-		I: spec.Intermediate, V: spec.Vocab, L: spec.Layers, eps: spec.Eps,
+		I: spec.Intermediate, V: spec.Vocab, L: spec.Layers, eps: spec.Eps, W: spec.MLPWidth(),
 	}
 	if d.C <= 0 || d.H <= 0 || d.KV <= 0 || d.D <= 0 || d.D%2 != 0 || d.I <= 0 || d.V <= 0 || d.L <= 0 || d.H%d.KV != 0 {
 		return nil, fmt.Errorf("reference: config.json: inconsistent sizes %+v", d)
@@ -206,8 +211,15 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		if l.mlpNorm, err = vec(names.MLPNorm, d.C); err != nil {
 			return nil, err
 		}
+		if spec.Sparse(i) {
+			l.experts = make([][arch.NumProj]quant.Linear, spec.MoE.Experts)
+		}
 		for _, al := range spec.LayerLinears(i) {
-			if l.lin[al.Proj], err = lin(al); err != nil {
+			dst := &l.lin[al.Proj]
+			if al.Expert >= 0 {
+				dst = &l.experts[al.Expert][al.Proj]
+			}
+			if *dst, err = lin(al); err != nil {
 				return nil, err
 			}
 			m.scratch = max(m.scratch, al.Out*al.In)

@@ -107,7 +107,7 @@ func testTokens(n int, vocab int, seed uint64) []int32 {
 func TestAgainstReference(t *testing.T) {
 	type tl struct{ max, mean float64 }
 	tol := map[string]tl{"fp32": {1e-4, 2e-5}, "bf16": {0.25, 0.06}, "fp16": {0.04, 0.01}}
-	for _, a := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+	for _, a := range arch.Names() {
 		dir := t.TempDir()
 		if _, err := backendtest.WriteModel(dir, a, 1); err != nil {
 			t.Fatal(err)

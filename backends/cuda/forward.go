@@ -168,18 +168,24 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteMLPNorm, ds.h, C); err != nil {
 				return err
 			}
-			if err := b.linear(ds, lw.lin[arch.ProjGate], ds.h, T, ds.gate, 0); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
-			}
-			if err := b.linear(ds, lw.lin[arch.ProjUp], ds.h, T, ds.up, 0); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
-			}
-			g, bl = ew(T * I)
-			if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
-				return err
-			}
-			if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
+			if lw.experts != nil {
+				if err := b.mixture(ds, lw, T); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+			} else {
+				if err := b.linear(ds, lw.lin[arch.ProjGate], ds.h, T, ds.gate, 0); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+				if err := b.linear(ds, lw.lin[arch.ProjUp], ds.h, T, ds.up, 0); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+				g, bl = ew(T * I)
+				if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+					return err
+				}
+				if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
 			}
 			if err := pr(ds, li, arch.SiteMLPOut, ds.proj, C); err != nil {
 				return err
@@ -224,7 +230,7 @@ const maxKernelElems = math.MaxInt32 - 4096*256
 // checkElems refuses windows whose activation buffers the 32-bit kernels
 // cannot index (e.g. 131,072 tokens × an intermediate size of 28,672).
 func checkElems(s *arch.Spec, T int) error {
-	widest := max(s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.Intermediate)
+	widest := max(s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.MLPWidth())
 	if n := int64(T) * int64(widest); n > maxKernelElems {
 		return fmt.Errorf("%d tokens × width %d = %d activations per buffer exceed the kernels' 32-bit indexing (%d); use a shorter context", T, widest, n, maxKernelElems)
 	}

@@ -102,12 +102,19 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 			return lw, fmt.Errorf("cuda: %s: %w", v.name, err)
 		}
 	}
+	if ld.spec.Sparse(i) {
+		lw.experts = make([][arch.NumProj]*devLinear, ld.spec.MoE.Experts)
+	}
 	for _, al := range ld.spec.LayerLinears(i) {
 		h, err := ld.linear(al)
 		if err != nil {
 			return lw, err
 		}
-		if lw.lin[al.Proj], err = upload(d, h); err != nil {
+		dst := &lw.lin[al.Proj]
+		if al.Expert >= 0 {
+			dst = &lw.experts[al.Expert][al.Proj]
+		}
+		if *dst, err = upload(d, h); err != nil {
 			return lw, err
 		}
 	}

@@ -3,6 +3,7 @@ package oracle
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/qppl/qppl/checkpoint"
 )
@@ -20,23 +21,41 @@ type settings struct {
 	rope                         *checkpoint.RopeScaling
 	tied                         bool
 	qkvBias, oBias, qkNorm       bool
+	moe                          *checkpoint.MoE // nil: dense
 }
 
 // familyDefaults are the constructor defaults of LlamaConfig,
-// MistralConfig, Qwen2Config and Qwen3Config (transformers
-// models/<name>/configuration_<name>.py) that the oracle reads.
-func familyDefaults(modelType string) (kvHeads, headDim int, ok bool) {
+// MistralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig and
+// MixtralConfig (transformers models/<name>/configuration_<name>.py) that
+// the oracle reads: key/value heads (0: num_attention_heads), head_dim (0:
+// hidden/heads), rms_norm_eps and rope_theta.
+func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64, ok bool) {
 	switch modelType {
 	case "llama":
-		return 0, 0, true // num_key_value_heads = num_attention_heads; head_dim = hidden/heads
+		return 0, 0, 1e-6, 1e4, true
 	case "mistral":
-		return 8, 0, true
+		return 8, 0, 1e-6, 1e4, true
 	case "qwen2":
-		return 32, 0, true
+		return 32, 0, 1e-6, 1e4, true
 	case "qwen3":
-		return 32, 128, true
+		return 32, 128, 1e-6, 1e4, true
+	case "qwen3_moe":
+		return 4, 0, 1e-6, 1e4, true // Qwen3MoeConfig has no head_dim: getattr falls back to hidden/heads
+	case "mixtral":
+		return 8, 0, 1e-5, 1e6, true
 	}
-	return 0, 0, false
+	return 0, 0, 0, 0, false
+}
+
+// expertNames are the module names of a mixture-of-experts layer under
+// "model.layers.{i}.": Qwen3MoeSparseMoeBlock (mlp.gate,
+// mlp.experts.{e}.{gate,up,down}_proj) and MixtralSparseMoeBlock
+// (block_sparse_moe.gate, block_sparse_moe.experts.{e}.{w1,w3,w2}).
+func expertNames(modelType string) (router, gate, up, down string) {
+	if modelType == "mixtral" {
+		return "block_sparse_moe.gate", "block_sparse_moe.experts.%d.w1", "block_sparse_moe.experts.%d.w3", "block_sparse_moe.experts.%d.w2"
+	}
+	return "mlp.gate", "mlp.experts.%d.gate_proj", "mlp.experts.%d.up_proj", "mlp.experts.%d.down_proj"
 }
 
 // readSettings reads cfg. A config with its raw JSON (cfg.Raw) is read from
@@ -59,6 +78,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		if s.headDim == 0 && s.heads > 0 {
 			s.headDim = s.hidden / s.heads
 		}
+		s.moe = cfg.MoE
 		return s, s.layout(cfg.AttentionBias)
 	}
 	raw := cfg.Raw
@@ -87,7 +107,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		return v
 	}
 	s.modelType = str("model_type")
-	kvDef, hdDef, ok := familyDefaults(s.modelType)
+	kvDef, hdDef, epsDef, thetaDef, ok := familyDefaults(s.modelType)
 	if !ok {
 		return s, fmt.Errorf("oracle: unsupported model_type %q", s.modelType)
 	}
@@ -104,8 +124,8 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		hdDef = s.hidden / s.heads
 	}
 	s.headDim = int(num("head_dim", float64(hdDef)))
-	s.eps = num("rms_norm_eps", 1e-6)
-	s.theta = num("rope_theta", 10000)
+	s.eps = num("rms_norm_eps", epsDef)
+	s.theta = num("rope_theta", thetaDef)
 	s.tied = boolean("tie_word_embeddings", false)
 	rope, theta, err := readRope(raw)
 	if err != nil {
@@ -114,6 +134,34 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	s.rope = rope
 	if theta > 0 {
 		s.theta = theta
+	}
+	if s.modelType == "qwen3_moe" {
+		// Qwen3MoeConfig defaults; Qwen3MoeDecoderLayer: layer i is sparse
+		// when i ∉ mlp_only_layers, num_experts > 0 and (i+1) % step == 0.
+		m := &checkpoint.MoE{Experts: int(num("num_experts", 128)), TopK: int(num("num_experts_per_tok", 8)),
+			Intermediate: int(num("moe_intermediate_size", 768)), NormTopK: boolean("norm_topk_prob", false)}
+		step := int(num("decoder_sparse_step", 1))
+		var only []int
+		if has("mlp_only_layers") {
+			_ = json.Unmarshal(raw["mlp_only_layers"], &only)
+		}
+		if m.Experts > 0 && step > 0 {
+			m.Sparse = make([]bool, s.layers)
+			for i := range m.Sparse {
+				m.Sparse[i] = (i+1)%step == 0 && !slices.Contains(only, i)
+			}
+			s.moe = m
+		}
+	}
+	if s.modelType == "mixtral" {
+		// MixtralDecoderLayer: every layer is a MixtralSparseMoeBlock of
+		// intermediate_size experts, weights always renormalised.
+		m := &checkpoint.MoE{Experts: int(num("num_local_experts", 8)), TopK: int(num("num_experts_per_tok", 2)),
+			Intermediate: s.inter, NormTopK: true, Sparse: make([]bool, s.layers)}
+		for i := range m.Sparse {
+			m.Sparse[i] = true
+		}
+		s.moe = m
 	}
 	bias := boolean("attention_bias", false)
 	if s.modelType == "llama" && boolean("mlp_bias", false) {
@@ -130,10 +178,10 @@ func (s *settings) layout(attentionBias bool) error {
 	switch s.modelType {
 	case "llama":
 		s.qkvBias, s.oBias = attentionBias, attentionBias
-	case "mistral":
+	case "mistral", "mixtral":
 	case "qwen2":
 		s.qkvBias = true
-	case "qwen3":
+	case "qwen3", "qwen3_moe":
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
 	default:
 		return fmt.Errorf("oracle: unsupported model_type %q", s.modelType)

@@ -18,7 +18,10 @@ func TestSettingsMatchArch(t *testing.T) {
 		{},
 		{"num_key_value_heads": nil, "head_dim": nil},
 		{"num_key_value_heads": 2, "head_dim": 6, "rms_norm_eps": 1e-5, "rope_theta": 5e5, "tie_word_embeddings": true},
-		{"num_key_value_heads": 1, "attention_bias": true},
+		{"num_key_value_heads": 1, "attention_bias": true, "num_experts": 6, "num_experts_per_tok": 3, "norm_topk_prob": true, "moe_intermediate_size": 10},
+		{"num_key_value_heads": 2, "num_experts": 4, "decoder_sparse_step": 2, "mlp_only_layers": []int{1, 7}, "num_hidden_layers": 4},
+		{"num_key_value_heads": 2, "num_experts": 4, "mlp_only_layers": []int{0}, "num_experts_per_tok": 2},
+		{"num_key_value_heads": 2, "num_local_experts": 3, "num_experts_per_tok": 1, "rms_norm_eps": nil, "rope_theta": nil},
 		{"num_key_value_heads": 4, "rope_scaling": map[string]any{"rope_type": "linear", "factor": 2.0}},
 		{"num_key_value_heads": 2, "rope_parameters": map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
 			"high_freq_factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 20000.0}},
@@ -60,6 +63,7 @@ func TestSettingsMatchArch(t *testing.T) {
 				layers: cfg.NumHiddenLayers, heads: cfg.NumAttentionHeads, kvHeads: cfg.NumKeyValueHeads,
 				headDim: cfg.HeadDim, eps: cfg.RMSNormEps, theta: cfg.RopeTheta, rope: cfg.RopeScaling,
 				tied: cfg.TieWordEmbeddings, qkvBias: spec.QKVBias, oBias: spec.OBias, qkNorm: spec.QKNorm,
+				moe: spec.MoE,
 			}
 			checked++
 			if !equalSettings(st, want) {
@@ -71,8 +75,8 @@ func TestSettingsMatchArch(t *testing.T) {
 		}
 	}
 	// Every name the oracle knows is declared by arch (no stale family).
-	for _, name := range []string{"llama", "mistral", "qwen2", "qwen3"} {
-		if _, _, ok := familyDefaults(name); ok && !slices.Contains(names, name) {
+	for _, name := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"} {
+		if _, _, _, _, ok := familyDefaults(name); ok && !slices.Contains(names, name) {
 			t.Errorf("oracle knows %s, arch does not declare it", name)
 		}
 	}
@@ -80,8 +84,13 @@ func TestSettingsMatchArch(t *testing.T) {
 
 func equalSettings(a, b settings) bool {
 	ra, rb := a.rope, b.rope
-	a.rope, b.rope = nil, nil
-	if a != b {
+	ma, mb := a.moe, b.moe
+	a.rope, b.rope, a.moe, b.moe = nil, nil, nil, nil
+	if a != b || (ma == nil) != (mb == nil) {
+		return false
+	}
+	if ma != nil && (ma.Experts != mb.Experts || ma.TopK != mb.TopK || ma.Intermediate != mb.Intermediate ||
+		ma.NormTopK != mb.NormTopK || !slices.Equal(ma.Sparse, mb.Sparse)) {
 		return false
 	}
 	if (ra == nil) != (rb == nil) {

@@ -22,13 +22,15 @@ const (
 
 // Spec is one model's architecture resolved from its config.
 type Spec struct {
-	Config   *checkpoint.Config // resolved (see Resolve)
-	Family   Family
-	Name     string // model_type
-	HeadDim  int
-	QKVBias  bool // qwen2, or attention_bias
-	QKNorm   bool // qwen3
-	TiedHead bool
+	Config  *checkpoint.Config // resolved (see Resolve)
+	Family  Family
+	Name    string // model_type
+	HeadDim int
+	QKVBias bool // qwen2, or attention_bias
+	QKNorm  bool // qwen3
+	// FusedQKV and FusedGateUp: fused projections (phi3, see Layout).
+	FusedQKV, FusedGateUp bool
+	TiedHead              bool
 
 	// Copied from Config for convenience.
 	Vocab, Hidden, Intermediate, Layers, Heads, KVHeads int
@@ -67,7 +69,7 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 		Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Intermediate: cfg.IntermediateSize,
 		Layers: cfg.NumHiddenLayers, Heads: cfg.NumAttentionHeads, KVHeads: cfg.NumKeyValueHeads,
 		Eps: cfg.RMSNormEps, QKVBias: lay.QKVBias, OBias: lay.OBias, QKNorm: lay.QKNorm,
-		MoE: cfg.MoE,
+		FusedQKV: lay.FusedQKV, FusedGateUp: lay.FusedGateUp, MoE: cfg.MoE,
 	}
 	if m := s.MoE; m != nil && fam.MoENames.Block == "" {
 		return nil, fmt.Errorf("%w: %s: a mixture of experts without tensor names", ErrUnsupported, fam.Name)
@@ -131,6 +133,8 @@ type Layer struct {
 	QNorm, KNorm               string // self_attn.{q,k}_norm.weight [head_dim] (qwen3)
 	MLPNorm                    string // post_attention_layernorm.weight [hidden]
 	Gate, Up, Down             string // mlp.{gate,up,down}_proj ("" in a MoE layer)
+	QKV                        string // self_attn.qkv_proj when fused (then Q, K, V are "")
+	GateUp                     string // mlp.gate_up_proj when fused (then Gate, Up are "")
 	Router                     string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
 }
 
@@ -156,6 +160,12 @@ func (s *Spec) Layer(i int) Layer {
 		V: p + "self_attn.v_proj", O: p + "self_attn.o_proj",
 		MLPNorm: p + "post_attention_layernorm.weight",
 		Gate:    p + "mlp.gate_proj", Up: p + "mlp.up_proj", Down: p + "mlp.down_proj",
+	}
+	if s.FusedQKV {
+		l.Q, l.K, l.V, l.QKV = "", "", "", p+"self_attn.qkv_proj"
+	}
+	if s.FusedGateUp && !s.Sparse(i) {
+		l.Gate, l.Up, l.GateUp = "", "", p+"mlp.gate_up_proj"
 	}
 	if s.Sparse(i) {
 		n := s.Family.MoENames
@@ -200,6 +210,8 @@ const (
 	ProjUp                 // mlp.up_proj [intermediate, hidden]
 	ProjDown               // mlp.down_proj [hidden, intermediate]; in a MoE layer also each expert's
 	ProjRouter             // mlp.gate, the MoE router [experts, hidden]
+	ProjQKV                // self_attn.qkv_proj, fused q, k, v [(heads+2·kv_heads)·head_dim, hidden]
+	ProjGateUp             // mlp.gate_up_proj, fused gate, up [2·intermediate, hidden]
 	// NumProj is the number of linear modules of a decoder layer.
 	NumProj
 	// ProjHead is lm_head (not a layer module).
@@ -225,6 +237,10 @@ func (p Proj) String() string {
 		return "down_proj"
 	case ProjRouter:
 		return "gate"
+	case ProjQKV:
+		return "qkv_proj"
+	case ProjGateUp:
+		return "gate_up_proj"
 	case ProjHead:
 		return HeadModule
 	}
@@ -232,17 +248,27 @@ func (p Proj) String() string {
 }
 
 // LayerLinears returns the linear modules of layer i in forward order with
-// their logical shapes: q, k, v, o, then the MLP's gate, up, down (index k
-// holds Proj(k) in a dense layer) or, in a MoE layer, the router followed
-// by each expert's gate, up and down (Expert 0, 1, ...).
+// their logical shapes: q, k, v (or the fused qkv), o, then the MLP's gate,
+// up (or the fused gate_up), down — index k holds Proj(k) in a dense layer
+// without fused projections — or, in a MoE layer, the router followed by
+// each expert's gate, up and down (Expert 0, 1, ...).
 func (s *Spec) LayerLinears(i int) []Linear {
 	l := s.Layer(i)
 	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	out := []Linear{
-		{l.Q, q, s.Hidden, s.QKVBias, ProjQ, -1},
-		{l.K, kv, s.Hidden, s.QKVBias, ProjK, -1},
-		{l.V, kv, s.Hidden, s.QKVBias, ProjV, -1},
-		{l.O, s.Hidden, q, s.OBias, ProjO, -1},
+	var out []Linear
+	if s.FusedQKV {
+		out = append(out, Linear{l.QKV, q + 2*kv, s.Hidden, false, ProjQKV, -1})
+	} else {
+		out = append(out,
+			Linear{l.Q, q, s.Hidden, s.QKVBias, ProjQ, -1},
+			Linear{l.K, kv, s.Hidden, s.QKVBias, ProjK, -1},
+			Linear{l.V, kv, s.Hidden, s.QKVBias, ProjV, -1})
+	}
+	out = append(out, Linear{l.O, s.Hidden, q, s.OBias, ProjO, -1})
+	if !s.Sparse(i) && s.FusedGateUp {
+		return append(out,
+			Linear{l.GateUp, 2 * s.Intermediate, s.Hidden, false, ProjGateUp, -1},
+			Linear{l.Down, s.Hidden, s.Intermediate, false, ProjDown, -1})
 	}
 	if !s.Sparse(i) {
 		return append(out,

@@ -55,6 +55,12 @@ type Layout struct {
 	QKVBias bool // bias on q_proj, k_proj and v_proj
 	OBias   bool // bias on o_proj
 	QKNorm  bool // RMSNorm over each head of q and k before RoPE (q_norm, k_norm)
+	// FusedQKV: one self_attn.qkv_proj [(heads+2·kv_heads)·head_dim, hidden]
+	// whose output columns are q, k, v in that order (phi3).
+	FusedQKV bool
+	// FusedGateUp: one mlp.gate_up_proj [2·intermediate, hidden] whose
+	// output columns are gate then up (phi3).
+	FusedGateUp bool
 }
 
 // Fixture describes the small checkpoint that package fixtures (and the
@@ -82,7 +88,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3()}
 }
 
 // Names returns the supported model_type values.

@@ -49,11 +49,11 @@ func mixtral() Family {
 		Layout:   func(*checkpoint.Config) Layout { return Layout{} },
 		MoENames: MoENames{Block: "block_sparse_moe", Router: "gate", Gate: "w1", Up: "w3", Down: "w2"},
 		Fixture: Fixture{
-			// 4 experts, top 2; Mixtral-8x7B's keys.
+			// 8 experts, top 2: Mixtral-8x7B's routing and keys.
 			Config: func(FixtureShape) map[string]any {
 				return map[string]any{
 					"rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "sliding_window": nil,
-					"num_local_experts": 4, "num_experts_per_tok": 2,
+					"num_local_experts": 8, "num_experts_per_tok": 2,
 					"router_aux_loss_coef": 0.02, "router_jitter_noise": 0.0, "output_router_logits": false,
 				}
 			},

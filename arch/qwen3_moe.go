@@ -74,7 +74,7 @@ func qwen3MoE() Family {
 		MoENames: MoENames{Block: "mlp", Router: "gate", Gate: "gate_proj", Up: "up_proj", Down: "down_proj"},
 		Fixture: Fixture{
 			HeadDim: 32, // heads·head_dim ≠ hidden
-			// 4 experts, top 2 renormalised; the last layer dense
+			// 8 experts (GPTQ packs a router of 8 rows), top 2 renormalised; the last layer dense
 			// (mlp_only_layers), so both MLP kinds are present.
 			Config: func(s FixtureShape) map[string]any {
 				only := []int{}
@@ -84,7 +84,7 @@ func qwen3MoE() Family {
 				return map[string]any{
 					"rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "attention_bias": false,
 					"use_sliding_window": false, "sliding_window": nil, "max_window_layers": s.Layers,
-					"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+					"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
 					"norm_topk_prob": true, "decoder_sparse_step": 1, "mlp_only_layers": only,
 					"router_aux_loss_coef": 0.001, "output_router_logits": false,
 				}

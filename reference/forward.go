@@ -27,6 +27,7 @@ type workspace struct {
 	proj     []float64   // [T][C] o_proj / down_proj output
 	gate, up []float64   // [T][W]: MLP activations (W = I, or wider with experts); router logits
 	moeIn    []float64   // [T][C] rows routed to one expert (MoE models only)
+	fused    []float64   // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
 	moeOut   []float64   // [T][C] that expert's output
 	scores   [][]float64 // per attention worker: [T][T] one head's scores, then probabilities
 	cos, sin []float64   // [T][D/2] RoPE tables
@@ -62,6 +63,9 @@ func (ws *workspace) ensure(m *model, T int) {
 	ws.proj = grow(ws.proj, T*d.C)
 	ws.gate = grow(ws.gate, T*d.W)
 	ws.up = grow(ws.up, T*d.W)
+	if m.spec.FusedQKV || m.spec.FusedGateUp {
+		ws.fused = grow(ws.fused, T*max(d.H*d.D+2*d.KV*d.D, 2*d.I))
+	}
 	if m.spec.MoE != nil {
 		ws.moeIn = grow(ws.moeIn, T*d.C)
 		ws.moeOut = grow(ws.moeOut, T*d.C)
@@ -122,14 +126,20 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		// Attention block.
 		rmsNorm(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
 		probe(li, arch.SiteAttnNorm, ws.h, d.C)
-		if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
-			return err
-		}
-		if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
-			return err
-		}
-		if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
-			return err
+		if f := l.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
+			if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.q, hd}, fusedPart{ws.k, kvd}, fusedPart{ws.v, kvd}); err != nil {
+				return err
+			}
+		} else {
+			if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
+				return err
+			}
+			if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
+				return err
+			}
+			if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
+				return err
+			}
 		}
 		if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
 			rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
@@ -154,11 +164,17 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 				return err
 			}
 		} else {
-			if err := m.linear(ws, l.lin[arch.ProjGate], nil, ws.h, T, d.C, ws.gate, d.I); err != nil {
-				return err
-			}
-			if err := m.linear(ws, l.lin[arch.ProjUp], nil, ws.h, T, d.C, ws.up, d.I); err != nil {
-				return err
+			if f := l.lin[arch.ProjGateUp]; f != nil { // phi3: gate, up = chunk(gate_up_proj(h), 2)
+				if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.gate, d.I}, fusedPart{ws.up, d.I}); err != nil {
+					return err
+				}
+			} else {
+				if err := m.linear(ws, l.lin[arch.ProjGate], nil, ws.h, T, d.C, ws.gate, d.I); err != nil {
+					return err
+				}
+				if err := m.linear(ws, l.lin[arch.ProjUp], nil, ws.h, T, d.C, ws.up, d.I); err != nil {
+					return err
+				}
 			}
 			for i, g := range ws.gate[:T*d.I] {
 				ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u

@@ -251,6 +251,25 @@ func (s *suite) run() {
 		}
 	}
 
+	// Causality: the tokens after a position never change its NLL, so a
+	// prefix of the window scores its targets as the whole window does.
+	for _, n := range []int{2, 33, len(toks) / 2} {
+		pre, err := s.score(fmt.Sprintf("Score prefix of %d tokens", n), backends.Window{Index: 5, Tokens: toks[:n], First: 1}, backends.Request{})
+		if err != nil {
+			t.Errorf("Score prefix of %d tokens: %v", n, err)
+			continue
+		}
+		if len(pre.NLL) != n-1 {
+			t.Errorf("prefix of %d tokens: %d NLLs, want %d", n, len(pre.NLL), n-1)
+			continue
+		}
+		for i, v := range pre.NLL {
+			if d := math.Abs(v - sc.NLL[i]); !(d <= s.c.tol) {
+				t.Errorf("prefix of %d tokens, target %d: NLL %v, the whole window gives %v", n, i, v, sc.NLL[i])
+			}
+		}
+	}
+
 	// Determinism.
 	if s.c.deterministic {
 		again, err := s.score("Score repeat", w, backends.Request{TopK: 4})

@@ -43,6 +43,8 @@ func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64,
 		return 4, 0, 1e-6, 1e4, true // Qwen3MoeConfig has no head_dim: getattr falls back to hidden/heads
 	case "mixtral":
 		return 8, 0, 1e-5, 1e6, true
+	case "phi3":
+		return 0, 0, 1e-5, 1e4, true
 	}
 	return 0, 0, 0, 0, false
 }
@@ -163,6 +165,18 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		}
 		s.moe = m
 	}
+	if s.modelType == "phi3" {
+		f := num("partial_rotary_factor", 1)
+		var rp map[string]any
+		if has("rope_parameters") && json.Unmarshal(raw["rope_parameters"], &rp) == nil {
+			if v, ok := rp["partial_rotary_factor"].(float64); ok {
+				f = v
+			}
+		}
+		if f != 1 {
+			return s, fmt.Errorf("oracle: phi3 partial_rotary_factor %v", f)
+		}
+	}
 	bias := boolean("attention_bias", false)
 	if s.modelType == "llama" && boolean("mlp_bias", false) {
 		return s, fmt.Errorf("oracle: llama with mlp_bias")
@@ -179,6 +193,7 @@ func (s *settings) layout(attentionBias bool) error {
 	case "llama":
 		s.qkvBias, s.oBias = attentionBias, attentionBias
 	case "mistral", "mixtral":
+	case "phi3": // Phi3Attention: fused qkv_proj, no bias (the split is load's)
 	case "qwen2":
 		s.qkvBias = true
 	case "qwen3", "qwen3_moe":

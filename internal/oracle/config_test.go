@@ -75,7 +75,7 @@ func TestSettingsMatchArch(t *testing.T) {
 		}
 	}
 	// Every name the oracle knows is declared by arch (no stale family).
-	for _, name := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"} {
+	for _, name := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3"} {
 		if _, _, _, _, ok := familyDefaults(name); ok && !slices.Contains(names, name) {
 			t.Errorf("oracle knows %s, arch does not declare it", name)
 		}

@@ -159,10 +159,20 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 		steps := []func() error{
 			func() (e error) { b.inNorm, e = vector(pre+"input_layernorm.weight", n.hidden); return },
 			func() (e error) { b.postNorm, e = vector(pre+"post_attention_layernorm.weight", n.hidden); return },
-			func() (e error) { b.q, e = linear(pre+"self_attn.q_proj", qOut, n.hidden); return },
-			func() (e error) { b.k, e = linear(pre+"self_attn.k_proj", kvOut, n.hidden); return },
-			func() (e error) { b.v, e = linear(pre+"self_attn.v_proj", kvOut, n.hidden); return },
 			func() (e error) { b.o, e = linear(pre+"self_attn.o_proj", n.hidden, qOut); return },
+		}
+		if st.modelType == "phi3" {
+			// Phi3Attention: qkv_proj's rows are q, then k, then v.
+			steps = append(steps, func() (e error) {
+				f, e := linear(pre+"self_attn.qkv_proj", qOut+2*kvOut, n.hidden)
+				b.q, b.k, b.v = rowsOf(f, 0, qOut), rowsOf(f, qOut, kvOut), rowsOf(f, qOut+kvOut, kvOut)
+				return e
+			})
+		} else {
+			steps = append(steps,
+				func() (e error) { b.q, e = linear(pre+"self_attn.q_proj", qOut, n.hidden); return },
+				func() (e error) { b.k, e = linear(pre+"self_attn.k_proj", kvOut, n.hidden); return },
+				func() (e error) { b.v, e = linear(pre+"self_attn.v_proj", kvOut, n.hidden); return })
 		}
 		if n.moe != nil && n.moe.Sparse[i] {
 			// Qwen3MoeSparseMoeBlock: mlp.gate and mlp.experts.{e}.*_proj.
@@ -178,6 +188,15 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 					func() (err error) { x.up, err = linear(u, w, n.hidden); return },
 					func() (err error) { x.down, err = linear(d, n.hidden, w); return })
 			}
+		} else if st.modelType == "phi3" {
+			// Phi3MLP: gate, up = gate_up_proj(x).chunk(2): gate rows first.
+			steps = append(steps,
+				func() (e error) {
+					f, e := linear(pre+"mlp.gate_up_proj", 2*inter, n.hidden)
+					b.gate, b.up = rowsOf(f, 0, inter), rowsOf(f, inter, inter)
+					return e
+				},
+				func() (e error) { b.down, e = linear(pre+"mlp.down_proj", n.hidden, inter); return })
 		} else {
 			steps = append(steps,
 				func() (e error) { b.gate, e = linear(pre+"mlp.gate_proj", inter, n.hidden); return },
@@ -352,6 +371,16 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 		xs[t] = rms(xs[t], n.finalNorm, n.eps)
 	}
 	return xs, nil
+}
+
+// rowsOf returns rows [r0, r0+n) of a fused matrix, under the fused
+// module's name (so an input quantizer sees the module the checkpoint
+// names).
+func rowsOf(m matrix, r0, n int) matrix {
+	if m.rows == nil {
+		return matrix{name: m.name}
+	}
+	return matrix{name: m.name, rows: m.rows[r0 : r0+n]}
 }
 
 // swiglu is down(silu(gate(x)) · up(x)) for every row.

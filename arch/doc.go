@@ -1,6 +1,6 @@
 // Package arch describes the supported decoder families as data, one
 // declaration per family (llama.go, mistral.go, qwen2.go, qwen3.go,
-// qwen3_moe.go, mixtral.go; listed by Families, whose names are the only list of supported model_type
+// qwen3_moe.go, mixtral.go, phi3.go; listed by Families, whose names are the only list of supported model_type
 // values in qppl): the transformers config defaults and quirks applied when
 // config.json is parsed (ParseConfig, Resolve, OpenDir), which optional
 // weights exist (q/k/v and o biases, per-head q/k norms, tied head), the
@@ -17,7 +17,8 @@
 // their sparse layers by a mixture of experts (Config.MoE: a router Linear,
 // softmax, top-k with the lower index first on ties, optional
 // renormalisation, the weighted sum of the chosen SiLU-gated experts),
-// named by the family's MoENames. For returns an error (wrapping
+// named by the family's MoENames; phi3 fuses q/k/v into qkv_proj and
+// gate/up into gate_up_proj (Layout.FusedQKV, FusedGateUp). For returns an error (wrapping
 // ErrUnsupported) for anything it cannot describe exactly: an unknown
 // model_type, an activation other than SiLU, llama's mlp_bias, a RoPE
 // scaling type other than default/linear/llama3. A sliding attention

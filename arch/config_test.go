@@ -163,3 +163,85 @@ func TestOpenDirUnsupported(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestFamilyQuirks pins the defaults and quirks of the families added after
+// the first four (transformers' config classes, see each family's file).
+func TestFamilyQuirks(t *testing.T) {
+	const sizes = `"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 8`
+	parse := func(js string) (*checkpoint.Config, *Spec, error) {
+		c, err := ParseConfig([]byte(js), "config.json")
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := For(c)
+		return c, s, err
+	}
+	// qwen3_moe: Qwen3MoeConfig defaults; every layer sparse by default.
+	c, s, err := parse(`{"model_type":"qwen3_moe",` + sizes + `}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumKeyValueHeads != 4 || c.HeadDim != 8 || c.RMSNormEps != 1e-6 || c.RopeTheta != 10000 || c.MaxPositionEmbeddings != 32768 ||
+		c.MoE.Experts != 128 || c.MoE.TopK != 8 || c.MoE.Intermediate != 768 || c.MoE.NormTopK || !slices.Equal(c.MoE.Sparse, []bool{true, true, true, true}) || !s.QKNorm {
+		t.Errorf("qwen3_moe defaults: %+v %+v", c, c.MoE)
+	}
+	if s.Layer(0).Router != "model.layers.0.mlp.gate" || s.Layer(0).Gate != "" {
+		t.Errorf("qwen3_moe layer 0 names %+v", s.Layer(0))
+	}
+	if g, u, d := s.Expert(2, 5); g != "model.layers.2.mlp.experts.5.gate_proj" || u != "model.layers.2.mlp.experts.5.up_proj" || d != "model.layers.2.mlp.experts.5.down_proj" {
+		t.Errorf("qwen3_moe expert names %s %s %s", g, u, d)
+	}
+	if n := len(s.LayerLinears(0)); n != 4+1+3*128 {
+		t.Errorf("qwen3_moe layer 0: %d linears", n)
+	}
+	// decoder_sparse_step 2 and mlp_only_layers: layers 1 and 3 would be
+	// sparse, 3 is listed dense.
+	c, s, err = parse(`{"model_type":"qwen3_moe",` + sizes + `,"decoder_sparse_step":2,"mlp_only_layers":[3],"num_experts":4,"num_experts_per_tok":2}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.MoE.Sparse, []bool{false, true, false, false}) || s.Layer(0).Gate != "model.layers.0.mlp.gate_proj" || len(s.LayerLinears(1)) != 4+1+3*4 {
+		t.Errorf("sparse pattern %v, layer 0 %+v", c.MoE.Sparse, s.Layer(0))
+	}
+	// num_experts 0: every layer dense.
+	if c, _, err = parse(`{"model_type":"qwen3_moe",` + sizes + `,"num_experts":0}`); err != nil || c.MoE != nil {
+		t.Errorf("num_experts 0: %v %+v", err, c)
+	}
+	// mixtral: MixtralConfig defaults, every layer sparse of intermediate_size, renormalised.
+	c, s, err = parse(`{"model_type":"mixtral",` + sizes + `}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumKeyValueHeads != 8 || c.RMSNormEps != 1e-5 || c.RopeTheta != 1e6 || c.MaxPositionEmbeddings != 131072 || c.SlidingWindow != 0 ||
+		c.MoE.Experts != 8 || c.MoE.TopK != 2 || c.MoE.Intermediate != 128 || !c.MoE.NormTopK || s.QKVBias {
+		t.Errorf("mixtral defaults: %+v %+v", c, c.MoE)
+	}
+	if g, u, d := s.Expert(0, 7); s.Layer(0).Router != "model.layers.0.block_sparse_moe.gate" || g != "model.layers.0.block_sparse_moe.experts.7.w1" ||
+		u != "model.layers.0.block_sparse_moe.experts.7.w3" || d != "model.layers.0.block_sparse_moe.experts.7.w2" {
+		t.Errorf("mixtral names %s %s %s %s", s.Layer(0).Router, g, u, d)
+	}
+	// phi3: fused names and shapes.
+	c, s, err = parse(`{"model_type":"phi3",` + sizes + `}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Layer(1)
+	lin := s.LayerLinears(1)
+	if c.NumKeyValueHeads != 8 || c.RMSNormEps != 1e-5 || c.MaxPositionEmbeddings != 4096 || l.QKV != "model.layers.1.self_attn.qkv_proj" || l.Q != "" ||
+		l.GateUp != "model.layers.1.mlp.gate_up_proj" || l.Gate != "" || len(lin) != 4 || lin[0].Out != 64+2*64 || lin[2].Out != 256 || lin[0].Proj != ProjQKV || lin[2].Proj != ProjGateUp {
+		t.Errorf("phi3: %+v %+v", l, lin)
+	}
+	for _, bad := range []struct{ js, want string }{
+		{`{"model_type":"qwen3_moe",` + sizes + `,"num_experts":4,"num_experts_per_tok":5}`, "num_experts_per_tok: 5 exceeds num_experts 4"},
+		{`{"model_type":"qwen3_moe",` + sizes + `,"decoder_sparse_step":0}`, "decoder_sparse_step: must be positive"},
+		{`{"model_type":"qwen3_moe",` + sizes + `,"mlp_only_layers":[1.5]}`, "mlp_only_layers: want an integer"},
+		{`{"model_type":"mixtral",` + sizes + `,"num_local_experts":2,"num_experts_per_tok":3}`, "num_experts_per_tok: 3 exceeds num_local_experts 2"},
+		{`{"model_type":"phi3",` + sizes + `,"partial_rotary_factor":0.75}`, "partial_rotary_factor: 0.75: only full rotary embeddings"},
+		{`{"model_type":"phi3",` + sizes + `,"rope_scaling":{"type":"longrope","short_factor":[1],"long_factor":[1]}}`, `unsupported rope_scaling type "longrope"`},
+	} {
+		_, err := ParseConfig([]byte(bad.js), "config.json")
+		if !errors.Is(err, checkpoint.ErrConfig) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want %q", bad.js, err, bad.want)
+		}
+	}
+}

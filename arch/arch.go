@@ -22,18 +22,24 @@ const (
 
 // Spec is one model's architecture resolved from its config.
 type Spec struct {
-	Config   *checkpoint.Config
-	Name     string // model_type
-	HeadDim  int
-	QKVBias  bool // qwen2, or attention_bias
-	QKNorm   bool // qwen3
-	TiedHead bool
+	Config  *checkpoint.Config // resolved (see Resolve)
+	Family  Family
+	Name    string // model_type
+	HeadDim int
+	QKVBias bool // qwen2, or attention_bias
+	QKNorm  bool // qwen3
+	// FusedQKV and FusedGateUp: fused projections (phi3, see Layout).
+	FusedQKV, FusedGateUp bool
+	TiedHead              bool
 
 	// Copied from Config for convenience.
 	Vocab, Hidden, Intermediate, Layers, Heads, KVHeads int
 	Eps                                                 float64 // rms_norm_eps
 	// OBias reports a bias on o_proj (llama/qwen3 attention_bias).
 	OBias bool
+	// MoE is the mixture-of-experts MLP (nil for a dense model); layer i
+	// uses it when Sparse(i).
+	MoE *checkpoint.MoE
 	// SlidingWindow is the attention window (mistral, or qwen with
 	// use_sliding_window and a layer at or above max_window_layers), 0 for
 	// none. The backends compute full causal
@@ -42,33 +48,34 @@ type Spec struct {
 	SlidingWindow int
 }
 
-// For resolves the architecture of cfg or says why it is unsupported.
+// For resolves the architecture of cfg or says why it is unsupported. A
+// config not yet resolved (checkpoint.ParseConfig's) is resolved first
+// (Resolve); its errors wrap checkpoint.ErrConfig.
 func For(cfg *checkpoint.Config) (*Spec, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: no config", ErrUnsupported)
 	}
+	cfg, err := Resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fam, ok := Lookup(cfg.ModelType)
+	if !ok {
+		return nil, fmt.Errorf("%w: model_type %q (supported: %s)", ErrUnsupported, cfg.ModelType, strings.Join(Names(), ", "))
+	}
+	lay := fam.Layout(cfg)
 	s := &Spec{
-		Config: cfg, Name: cfg.ModelType, HeadDim: cfg.HeadDim, TiedHead: cfg.TieWordEmbeddings,
+		Config: cfg, Family: fam, Name: cfg.ModelType, HeadDim: cfg.HeadDim, TiedHead: cfg.TieWordEmbeddings,
 		Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Intermediate: cfg.IntermediateSize,
 		Layers: cfg.NumHiddenLayers, Heads: cfg.NumAttentionHeads, KVHeads: cfg.NumKeyValueHeads,
-		Eps: cfg.RMSNormEps,
+		Eps: cfg.RMSNormEps, QKVBias: lay.QKVBias, OBias: lay.OBias, QKNorm: lay.QKNorm,
+		FusedQKV: lay.FusedQKV, FusedGateUp: lay.FusedGateUp, MoE: cfg.MoE,
 	}
-	switch cfg.ModelType {
-	case "llama":
-		// LlamaAttention: bias on q, k, v and o when attention_bias.
-		s.QKVBias, s.OBias = cfg.AttentionBias, cfg.AttentionBias
-	case "mistral":
-		// Identical to llama without attention_bias.
-	case "qwen2":
-		// Identical to llama except for bias on q, k and v (never on o).
-		s.QKVBias = true
-	case "qwen3":
-		// Llama plus RMSNorm over each head of q and k before RoPE; head_dim
-		// from config.json; attention_bias on q, k, v and o.
-		s.QKNorm = true
-		s.QKVBias, s.OBias = cfg.AttentionBias, cfg.AttentionBias
-	default:
-		return nil, fmt.Errorf("%w: model_type %q (supported: %s)", ErrUnsupported, cfg.ModelType, strings.Join(checkpoint.SupportedModelTypes(), ", "))
+	if m := s.MoE; m != nil && fam.MoENames.Block == "" {
+		return nil, fmt.Errorf("%w: %s: a mixture of experts without tensor names", ErrUnsupported, fam.Name)
+	}
+	if m := s.MoE; m != nil && (m.Experts <= 0 || m.TopK <= 0 || m.TopK > m.Experts || m.Intermediate <= 0 || len(m.Sparse) != cfg.NumHiddenLayers) {
+		return nil, fmt.Errorf("%w: mixture of experts: %d experts, top %d, width %d, %d layer kinds for %d layers", ErrUnsupported, m.Experts, m.TopK, m.Intermediate, len(m.Sparse), cfg.NumHiddenLayers)
 	}
 	if cfg.MLPBias {
 		return nil, fmt.Errorf("%w: %s with mlp_bias (biases on gate/up/down_proj) is not supported", ErrUnsupported, cfg.ModelType)
@@ -125,7 +132,22 @@ type Layer struct {
 	QBias, KBias, VBias, OBias string // self_attn.{q,k,v,o}_proj.bias
 	QNorm, KNorm               string // self_attn.{q,k}_norm.weight [head_dim] (qwen3)
 	MLPNorm                    string // post_attention_layernorm.weight [hidden]
-	Gate, Up, Down             string // mlp.{gate,up,down}_proj
+	Gate, Up, Down             string // mlp.{gate,up,down}_proj ("" in a MoE layer)
+	QKV                        string // self_attn.qkv_proj when fused (then Q, K, V are "")
+	GateUp                     string // mlp.gate_up_proj when fused (then Gate, Up are "")
+	Router                     string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
+}
+
+// Sparse reports whether layer i's MLP is the mixture of experts.
+func (s *Spec) Sparse(i int) bool { return s.MoE != nil && s.MoE.Sparse[i] }
+
+// Expert returns the module paths of expert e of MoE layer i (the family's
+// MoENames: mlp.experts.{e}.{gate,up,down}_proj for qwen3_moe,
+// block_sparse_moe.experts.{e}.{w1,w3,w2} for mixtral).
+func (s *Spec) Expert(i, e int) (gate, up, down string) {
+	n := s.Family.MoENames
+	p := fmt.Sprintf("model.layers.%d.%s.experts.%d.", i, n.Block, e)
+	return p + n.Gate, p + n.Up, p + n.Down
 }
 
 // Layer returns the tensor names of decoder layer i.
@@ -138,6 +160,16 @@ func (s *Spec) Layer(i int) Layer {
 		V: p + "self_attn.v_proj", O: p + "self_attn.o_proj",
 		MLPNorm: p + "post_attention_layernorm.weight",
 		Gate:    p + "mlp.gate_proj", Up: p + "mlp.up_proj", Down: p + "mlp.down_proj",
+	}
+	if s.FusedQKV {
+		l.Q, l.K, l.V, l.QKV = "", "", "", p+"self_attn.qkv_proj"
+	}
+	if s.FusedGateUp && !s.Sparse(i) {
+		l.Gate, l.Up, l.GateUp = "", "", p+"mlp.gate_up_proj"
+	}
+	if s.Sparse(i) {
+		n := s.Family.MoENames
+		l.Gate, l.Up, l.Down, l.Router = "", "", "", p+n.Block+"."+n.Router
 	}
 	if s.QKVBias {
 		l.QBias, l.KBias, l.VBias = l.Q+".bias", l.K+".bias", l.V+".bias"
@@ -156,22 +188,130 @@ type Linear struct {
 	Module  string // path without ".weight"
 	Out, In int
 	Bias    bool
+	Proj    Proj // its role in the layer (ProjQ … ProjRouter; ProjHead for lm_head)
+	// Expert is the expert index of a MoE expert's gate/up/down_proj, -1
+	// for every other module.
+	Expert int
 }
 
-// LayerLinears returns the linear modules of layer i in forward order
-// (q, k, v, o, gate, up, down) with their logical shapes.
+// Proj names a linear module of a decoder layer. Both backends hold a
+// layer's linears (and biases) in arrays indexed by Proj, so that the two
+// forward passes name each weight the same way; LayerLinears returns them
+// in this order, which is the forward order.
+type Proj int
+
+// The linear modules of a decoder layer, and the head.
+const (
+	ProjQ      Proj = iota // self_attn.q_proj [heads·head_dim, hidden]
+	ProjK                  // self_attn.k_proj [kv_heads·head_dim, hidden]
+	ProjV                  // self_attn.v_proj [kv_heads·head_dim, hidden]
+	ProjO                  // self_attn.o_proj [hidden, heads·head_dim]
+	ProjGate               // mlp.gate_proj [intermediate, hidden]
+	ProjUp                 // mlp.up_proj [intermediate, hidden]
+	ProjDown               // mlp.down_proj [hidden, intermediate]; in a MoE layer also each expert's
+	ProjRouter             // mlp.gate, the MoE router [experts, hidden]
+	ProjQKV                // self_attn.qkv_proj, fused q, k, v [(heads+2·kv_heads)·head_dim, hidden]
+	ProjGateUp             // mlp.gate_up_proj, fused gate, up [2·intermediate, hidden]
+	// NumProj is the number of linear modules of a decoder layer.
+	NumProj
+	// ProjHead is lm_head (not a layer module).
+	ProjHead Proj = -1
+)
+
+// String returns the module's short name (q_proj, …, lm_head).
+func (p Proj) String() string {
+	switch p {
+	case ProjQ:
+		return "q_proj"
+	case ProjK:
+		return "k_proj"
+	case ProjV:
+		return "v_proj"
+	case ProjO:
+		return "o_proj"
+	case ProjGate:
+		return "gate_proj"
+	case ProjUp:
+		return "up_proj"
+	case ProjDown:
+		return "down_proj"
+	case ProjRouter:
+		return "gate"
+	case ProjQKV:
+		return "qkv_proj"
+	case ProjGateUp:
+		return "gate_up_proj"
+	case ProjHead:
+		return HeadModule
+	}
+	return fmt.Sprintf("Proj(%d)", int(p))
+}
+
+// LayerLinears returns the linear modules of layer i in forward order with
+// their logical shapes: q, k, v (or the fused qkv), o, then the MLP's gate,
+// up (or the fused gate_up), down — index k holds Proj(k) in a dense layer
+// without fused projections — or, in a MoE layer, the router followed by
+// each expert's gate, up and down (Expert 0, 1, ...).
 func (s *Spec) LayerLinears(i int) []Linear {
 	l := s.Layer(i)
 	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	return []Linear{
-		{l.Q, q, s.Hidden, s.QKVBias},
-		{l.K, kv, s.Hidden, s.QKVBias},
-		{l.V, kv, s.Hidden, s.QKVBias},
-		{l.O, s.Hidden, q, s.OBias},
-		{l.Gate, s.Intermediate, s.Hidden, false},
-		{l.Up, s.Intermediate, s.Hidden, false},
-		{l.Down, s.Hidden, s.Intermediate, false},
+	var out []Linear
+	if s.FusedQKV {
+		out = append(out, Linear{l.QKV, q + 2*kv, s.Hidden, false, ProjQKV, -1})
+	} else {
+		out = append(out,
+			Linear{l.Q, q, s.Hidden, s.QKVBias, ProjQ, -1},
+			Linear{l.K, kv, s.Hidden, s.QKVBias, ProjK, -1},
+			Linear{l.V, kv, s.Hidden, s.QKVBias, ProjV, -1})
 	}
+	out = append(out, Linear{l.O, s.Hidden, q, s.OBias, ProjO, -1})
+	if !s.Sparse(i) && s.FusedGateUp {
+		return append(out,
+			Linear{l.GateUp, 2 * s.Intermediate, s.Hidden, false, ProjGateUp, -1},
+			Linear{l.Down, s.Hidden, s.Intermediate, false, ProjDown, -1})
+	}
+	if !s.Sparse(i) {
+		return append(out,
+			Linear{l.Gate, s.Intermediate, s.Hidden, false, ProjGate, -1},
+			Linear{l.Up, s.Intermediate, s.Hidden, false, ProjUp, -1},
+			Linear{l.Down, s.Hidden, s.Intermediate, false, ProjDown, -1})
+	}
+	m := s.MoE
+	out = append(out, Linear{l.Router, m.Experts, s.Hidden, false, ProjRouter, -1})
+	for e := 0; e < m.Experts; e++ {
+		g, u, d := s.Expert(i, e)
+		out = append(out,
+			Linear{g, m.Intermediate, s.Hidden, false, ProjGate, e},
+			Linear{u, m.Intermediate, s.Hidden, false, ProjUp, e},
+			Linear{d, s.Hidden, m.Intermediate, false, ProjDown, e})
+	}
+	return out
+}
+
+// MLPWidth returns the widest MLP activation of any layer: the dense
+// intermediate size, the experts' width and the router's expert count.
+func (s *Spec) MLPWidth() int {
+	w := s.Intermediate
+	if s.MoE != nil {
+		w = max(w, s.MoE.Intermediate, s.MoE.Experts)
+	}
+	return w
+}
+
+// Bias returns the bias tensor name of projection p in l ("" when the
+// architecture has none): q, k, v and o only.
+func (l Layer) Bias(p Proj) string {
+	switch p {
+	case ProjQ:
+		return l.QBias
+	case ProjK:
+		return l.KBias
+	case ProjV:
+		return l.VBias
+	case ProjO:
+		return l.OBias
+	}
+	return ""
 }
 
 // LayerModules returns the linear module paths of layer i (without
@@ -187,7 +327,7 @@ func (s *Spec) LayerModules(i int) []string {
 
 // Head returns the output projection: module "lm_head" with shape
 // [vocab, hidden]. When the head is tied its weight is the embedding.
-func (s *Spec) Head() Linear { return Linear{HeadModule, s.Vocab, s.Hidden, false} }
+func (s *Spec) Head() Linear { return Linear{HeadModule, s.Vocab, s.Hidden, false, ProjHead, -1} }
 
 // HeadName returns the tensor holding the dense output projection weight:
 // lm_head.weight, or model.embed_tokens.weight when tie_word_embeddings is

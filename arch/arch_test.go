@@ -13,7 +13,7 @@ import (
 
 func cfg(t *testing.T, js string) *checkpoint.Config {
 	t.Helper()
-	c, err := checkpoint.ParseConfig([]byte(js), "config.json")
+	c, err := ParseConfig([]byte(js), "config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestForUnsupported(t *testing.T) {
 	c := cfg(t, `{"model_type":"llama",`+base+`}`)
 	bad := *c
 	bad.ModelType = "gpt2"
-	if _, err := For(&bad); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `model_type "gpt2" (supported: llama, mistral, qwen2, qwen3)`) {
+	if _, err := For(&bad); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `model_type "gpt2" (supported: llama, mistral, qwen2, qwen3`) {
 		t.Errorf("gpt2: %v", err)
 	}
 	bad = *c
@@ -187,7 +187,7 @@ func TestCheckDense(t *testing.T) {
 	if err := checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
 		t.Fatal(err)
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestCheckDense(t *testing.T) {
 	good := ts[3]
 	ts[3].DType = checkpoint.I32
 	checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
-	m, _ = checkpoint.OpenDir(dir)
+	m, _ = OpenDir(dir)
 	if err := s.CheckDense(m); err == nil || !strings.Contains(err.Error(), ts[3].Name) || !strings.Contains(err.Error(), "dtype I32") {
 		t.Errorf("integer dtype: %v", err)
 	}
@@ -207,7 +207,7 @@ func TestCheckDense(t *testing.T) {
 	ts[3] = good
 	ts[3].Shape = []int{1, 2}
 	checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
-	m, _ = checkpoint.OpenDir(dir)
+	m, _ = OpenDir(dir)
 	defer m.Close()
 	if err := s.CheckDense(m); err == nil || !strings.Contains(err.Error(), ts[3].Name) {
 		t.Errorf("wrong shape: %v", err)
@@ -221,7 +221,7 @@ func TestSharedModel(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("shared model not found: %v", err)
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestSharedModel(t *testing.T) {
 	if err != nil {
 		t.Skipf("SmolLM2 config not found: %v", err)
 	}
-	sc, err := checkpoint.ParseConfig(data, smol)
+	sc, err := ParseConfig(data, smol)
 	if err != nil {
 		t.Fatal(err)
 	}

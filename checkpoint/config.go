@@ -8,11 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
-	"strings"
 )
-
-// SupportedModelTypes returns the model_type values ParseConfig accepts.
-func SupportedModelTypes() []string { return []string{"llama", "mistral", "qwen2", "qwen3"} }
 
 // Upper bounds on sizes read from config.json, far above any real model,
 // so that products of sizes never overflow and nonsense is rejected before
@@ -60,6 +56,26 @@ type Config struct {
 	QuantizationKey string
 	// Raw holds every top-level key of config.json as found.
 	Raw map[string]json.RawMessage
+	// MoE describes a mixture-of-experts MLP; nil for a dense model.
+	MoE *MoE
+	// Path names config.json in error messages.
+	Path string
+	// Resolved is set by package arch once the family's defaults and quirks
+	// are applied (arch.ParseConfig); ParseConfig leaves it false.
+	Resolved bool
+}
+
+// MoE is a mixture-of-experts MLP: each token's MLP output is the
+// routing-weighted sum of TopK of Experts SiLU-gated MLPs of width
+// Intermediate, chosen by a router Linear.
+type MoE struct {
+	Experts      int  // num_experts
+	TopK         int  // num_experts_per_tok
+	Intermediate int  // moe_intermediate_size
+	NormTopK     bool // norm_topk_prob: renormalise the TopK weights to sum 1
+	// Sparse[i] reports whether layer i's MLP is the MoE block (the other
+	// layers have a dense MLP of width intermediate_size).
+	Sparse []bool
 }
 
 // RopeScaling is config.json's rope_scaling.
@@ -71,35 +87,8 @@ type RopeScaling struct {
 	OriginalMaxPositionEmbeddings int
 }
 
-// modelDefaults are transformers' constructor defaults of each config class
-// (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config) for the keys that
-// are optional here.
-type modelDefaults struct {
-	kvHeads       int // 0: num_attention_heads
-	headDim       int // 0: hidden_size / num_attention_heads
-	maxPos        int
-	eps           float64
-	theta         float64
-	tie           bool
-	attnBias      bool // attention_bias default (qwen2 always has q/k/v bias)
-	slidingWindow int  // mistral's default window
-}
-
-func defaultsFor(modelType string) (modelDefaults, bool) {
-	switch modelType {
-	case "llama":
-		return modelDefaults{maxPos: 2048, eps: 1e-6, theta: 10000}, true
-	case "mistral":
-		return modelDefaults{kvHeads: 8, maxPos: 4096 * 32, eps: 1e-6, theta: 10000, slidingWindow: 4096}, true
-	case "qwen2":
-		return modelDefaults{kvHeads: 32, maxPos: 32768, eps: 1e-6, theta: 10000, attnBias: true, slidingWindow: 4096}, true
-	case "qwen3":
-		return modelDefaults{kvHeads: 32, headDim: 128, maxPos: 32768, eps: 1e-6, theta: 10000, slidingWindow: 4096}, true
-	}
-	return modelDefaults{}, false
-}
-
-// LoadConfig reads and parses the config.json of a model directory.
+// LoadConfig reads config.json of a model directory and parses it with
+// ParseConfig.
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	data, err := readSmallFile(path, ErrConfig)
@@ -112,16 +101,14 @@ func LoadConfig(dir string) (*Config, error) {
 	return ParseConfig(data, path)
 }
 
-// ParseConfig parses config.json; name is used in error messages.
-//
-// Required keys: model_type (llama, mistral, qwen2 or qwen3), vocab_size,
-// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads.
-// The others take transformers' defaults for the model type: mistral has 8
-// key/value heads by default, qwen2 32, qwen3 32 with head_dim 128; llama
-// and mistral derive head_dim as hidden_size/num_attention_heads. A JSON
-// null means "absent", as in transformers. rope_scaling (key "rope_type" or
-// legacy "type") may be default, linear or llama3; the transformers v5
-// "rope_parameters" object is read the same way.
+// ParseConfig reads the family-independent part of config.json; name is
+// used in error messages. It fills ModelType, the top-level sizes that are
+// present (vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads; zero when absent), the token ids, torch_dtype and
+// quantization_config, and keeps every key in Raw. It applies no model
+// family's defaults and knows no model_type: package arch resolves a
+// Config (arch.ParseConfig, arch.For) with the defaults and quirks of the
+// family's declaration and sets Resolved.
 func ParseConfig(data []byte, name string) (*Config, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -130,113 +117,59 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("%w: %s: not a JSON object", ErrConfig, name)
 	}
-	p := cfgParser{name: name, raw: raw}
-	c := &Config{Raw: raw}
-	c.ModelType = p.str("model_type", "")
-	if p.err != nil {
-		return nil, p.err
+	r := NewConfigReader(name, raw)
+	c := &Config{Raw: raw, Path: name}
+	c.ModelType = r.Str("model_type", "")
+	c.VocabSize = r.Int("vocab_size", 0)
+	c.HiddenSize = r.Int("hidden_size", 0)
+	c.IntermediateSize = r.Int("intermediate_size", 0)
+	c.NumHiddenLayers = r.Int("num_hidden_layers", 0)
+	c.NumAttentionHeads = r.Int("num_attention_heads", 0)
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
-	if c.ModelType == "" {
-		return nil, fmt.Errorf("%w: %s: missing model_type (supported: %s)", ErrConfig, name, strings.Join(SupportedModelTypes(), ", "))
+	if err := ReadHeader(r, c); err != nil {
+		return nil, err
 	}
-	d, ok := defaultsFor(c.ModelType)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s: unsupported model_type %q (supported: %s)", ErrConfig, name, c.ModelType, strings.Join(SupportedModelTypes(), ", "))
-	}
-	c.VocabSize = p.required("vocab_size")
-	c.HiddenSize = p.required("hidden_size")
-	c.IntermediateSize = p.required("intermediate_size")
-	c.NumHiddenLayers = p.required("num_hidden_layers")
-	c.NumAttentionHeads = p.required("num_attention_heads")
-	if p.err != nil {
-		return nil, p.err
-	}
-	kvDefault := d.kvHeads
-	if kvDefault == 0 {
-		kvDefault = c.NumAttentionHeads
-	}
-	// A key given as null takes the None branch of the transformers
-	// constructor; an absent key takes the constructor's default.
-	if p.isNullKey("num_key_value_heads") {
-		kvDefault = c.NumAttentionHeads
-	}
-	c.NumKeyValueHeads = p.positive("num_key_value_heads", kvDefault)
-	hdDefault := d.headDim
-	if hdDefault == 0 || p.isNullKey("head_dim") {
-		if c.HiddenSize%c.NumAttentionHeads != 0 {
-			hdDefault = -1 // only an error when head_dim is absent
-		} else {
-			hdDefault = c.HiddenSize / c.NumAttentionHeads
-		}
-	}
-	c.HeadDim = p.integer("head_dim", hdDefault)
-	if p.err == nil && c.HeadDim == -1 {
-		return nil, fmt.Errorf("%w: %s: hidden_size %d is not divisible by num_attention_heads %d (and no head_dim is given)", ErrConfig, name, c.HiddenSize, c.NumAttentionHeads)
-	}
-	c.MaxPositionEmbeddings = p.positive("max_position_embeddings", d.maxPos)
-	c.RMSNormEps = p.float("rms_norm_eps", d.eps)
-	c.RopeTheta = p.float("rope_theta", d.theta)
-	c.TieWordEmbeddings = p.boolean("tie_word_embeddings", d.tie)
-	c.AttentionBias = p.boolean("attention_bias", d.attnBias)
-	if c.ModelType == "qwen2" {
-		c.AttentionBias = true // Qwen2Attention: q/k/v always have a bias
-	}
-	if c.ModelType == "mistral" {
-		c.AttentionBias = false // MistralAttention has no bias
-	}
-	if c.ModelType == "llama" {
-		c.MLPBias = p.boolean("mlp_bias", false)
-	}
-	c.HiddenAct = p.str("hidden_act", "silu")
-	c.TorchDtype = p.str("torch_dtype", "")
+	return c, nil
+}
+
+// ReadHeader reads the keys of config.json that mean the same for every
+// model family into c: torch_dtype (or dtype), bos_token_id, eos_token_id
+// (an integer or a list) and quantization_config (or the legacy
+// compression_config). It returns r's first error.
+func ReadHeader(r *ConfigReader, c *Config) error {
+	c.TorchDtype = r.Str("torch_dtype", "")
 	if c.TorchDtype == "" {
-		c.TorchDtype = p.str("dtype", "")
+		c.TorchDtype = r.Str("dtype", "")
 	}
-	c.BOSTokenID = p.tokenID("bos_token_id")
-	c.EOSTokenIDs = p.tokenIDs("eos_token_id")
+	c.BOSTokenID = r.tokenID("bos_token_id")
+	c.EOSTokenIDs = r.tokenIDs("eos_token_id")
 	c.EOSTokenID = -1
 	if len(c.EOSTokenIDs) > 0 {
 		c.EOSTokenID = c.EOSTokenIDs[0]
 	}
-	switch c.ModelType {
-	case "mistral":
-		c.SlidingWindow = p.integer("sliding_window", d.slidingWindow)
-		if p.isNullKey("sliding_window") {
-			c.SlidingWindow = 0
-		}
-	default:
-		// Qwen2Config/Qwen3Config: layer i uses the window only when
-		// use_sliding_window and i >= max_window_layers (default 28), so
-		// with max_window_layers >= num_hidden_layers no layer does.
-		if p.boolean("use_sliding_window", false) && !p.isNullKey("sliding_window") &&
-			p.integer("max_window_layers", 28) < c.NumHiddenLayers {
-			c.SlidingWindow = p.integer("sliding_window", d.slidingWindow)
-		}
+	if err := r.Err(); err != nil {
+		return err
 	}
-	if p.err != nil {
-		return nil, p.err
-	}
-	if err := c.parseRope(&p); err != nil {
-		return nil, err
-	}
+	c.QuantizationConfig, c.QuantizationKey = nil, ""
 	for _, key := range []string{"quantization_config", "compression_config"} {
-		if v, ok := raw[key]; ok && !isNull(v) {
+		if v, ok := r.raw[key]; ok && !isNull(v) {
 			c.QuantizationConfig = append(json.RawMessage(nil), v...)
 			c.QuantizationKey = key
 			break
 		}
 	}
 	if c.QuantizationConfig != nil && (len(bytes.TrimSpace(c.QuantizationConfig)) == 0 || bytes.TrimSpace(c.QuantizationConfig)[0] != '{') {
-		return nil, fmt.Errorf("%w: %s: %s must be a JSON object", ErrConfig, name, c.QuantizationKey)
+		return fmt.Errorf("%w: %s: %s must be a JSON object", ErrConfig, r.name, c.QuantizationKey)
 	}
-	if err := c.check(name); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return nil
 }
 
-// check rejects values no model can have.
-func (c *Config) check(name string) error {
+// CheckSizes rejects sizes no model can have: every size positive and
+// below the limits above, heads divisible by key/value heads, an even
+// head_dim, positive finite eps and theta, a non-negative window.
+func (c *Config) CheckSizes(name string) error {
 	bad := func(f string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrConfig, name, fmt.Sprintf(f, a...))
 	}
@@ -271,99 +204,73 @@ func (c *Config) check(name string) error {
 	return nil
 }
 
-// parseRope reads rope_scaling (or transformers v5 rope_parameters).
-func (c *Config) parseRope(p *cfgParser) error {
-	key := "rope_scaling"
-	v, ok := p.raw[key]
-	if !ok || isNull(v) {
-		key = "rope_parameters"
-		v, ok = p.raw[key]
-		if !ok || isNull(v) {
-			return nil
-		}
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(v, &obj); err != nil || obj == nil {
-		return fmt.Errorf("%w: %s: %s must be an object", ErrConfig, p.name, key)
-	}
-	sp := cfgParser{name: p.name, raw: obj, prefix: key + "."}
-	typ := sp.str("rope_type", "")
-	if typ == "" {
-		typ = sp.str("type", "")
-	}
-	if key == "rope_parameters" {
-		if _, has := obj["rope_theta"]; has {
-			c.RopeTheta = sp.float("rope_theta", c.RopeTheta)
-		}
-	}
-	if sp.err != nil {
-		return sp.err
-	}
-	rs := &RopeScaling{Type: typ}
-	switch typ {
-	case "", "default":
-		rs.Type = "default"
-	case "linear":
-		rs.Factor = sp.requiredFloat("factor")
-		if sp.err == nil && !(rs.Factor > 0) {
-			return fmt.Errorf("%w: %s: %s.factor must be positive, got %v", ErrConfig, p.name, key, rs.Factor)
-		}
-	case "llama3":
-		rs.Factor = sp.requiredFloat("factor")
-		rs.LowFreqFactor = sp.requiredFloat("low_freq_factor")
-		rs.HighFreqFactor = sp.requiredFloat("high_freq_factor")
-		rs.OriginalMaxPositionEmbeddings = sp.required("original_max_position_embeddings")
-		if sp.err != nil {
-			return sp.err
-		}
-		switch {
-		case !(rs.Factor > 0):
-			return fmt.Errorf("%w: %s: %s.factor must be positive, got %v", ErrConfig, p.name, key, rs.Factor)
-		case !(rs.LowFreqFactor > 0):
-			return fmt.Errorf("%w: %s: %s.low_freq_factor must be positive, got %v", ErrConfig, p.name, key, rs.LowFreqFactor)
-		case !(rs.HighFreqFactor > rs.LowFreqFactor):
-			return fmt.Errorf("%w: %s: %s.high_freq_factor %v must exceed low_freq_factor %v", ErrConfig, p.name, key, rs.HighFreqFactor, rs.LowFreqFactor)
-		}
-	default:
-		return fmt.Errorf("%w: %s: unsupported %s type %q (supported: default, linear, llama3)", ErrConfig, p.name, key, typ)
-	}
-	if sp.err != nil {
-		return sp.err
-	}
-	if rs.Type == "default" && key == "rope_parameters" {
-		return nil // v5 always writes rope_parameters; default means none
-	}
-	if rs.Type == "default" {
-		return nil
-	}
-	c.RopeScaling = rs
-	return nil
-}
-
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
-// cfgParser reads typed keys, keeping the first error.
-type cfgParser struct {
+// ConfigReader reads typed keys of one JSON object of config.json, keeping
+// the first error (every error wraps ErrConfig and names the file and the
+// key). A key given as null reads as absent, as in transformers.
+type ConfigReader struct {
 	name   string
 	prefix string
 	raw    map[string]json.RawMessage
 	err    error
+	root   *ConfigReader // the reader whose err Sub readers share; nil for a root
 }
 
-func (p *cfgParser) fail(key, f string, a ...any) {
-	if p.err == nil {
-		p.err = fmt.Errorf("%w: %s: %s%s: %s", ErrConfig, p.name, p.prefix, key, fmt.Sprintf(f, a...))
+func (p *ConfigReader) top() *ConfigReader {
+	if p.root != nil {
+		return p.root
+	}
+	return p
+}
+
+// NewConfigReader reads the object raw of the file name.
+func NewConfigReader(name string, raw map[string]json.RawMessage) *ConfigReader {
+	return &ConfigReader{name: name, raw: raw}
+}
+
+// Sub returns a reader of the object under key (nil when absent or null),
+// whose errors name the key as a prefix ("rope_scaling.factor"); a value
+// that is not an object is an error of r.
+func (p *ConfigReader) Sub(key string) *ConfigReader {
+	v := p.Get(key)
+	if v == nil {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(v, &obj); err != nil || obj == nil {
+		if t := p.top(); t.err == nil {
+			t.err = fmt.Errorf("%w: %s: %s%s must be an object", ErrConfig, p.name, p.prefix, key)
+		}
+		return nil
+	}
+	return &ConfigReader{name: p.name, raw: obj, prefix: p.prefix + key + ".", root: p.top()}
+}
+
+// Err returns the first error (of this reader and every Sub reader).
+func (p *ConfigReader) Err() error { return p.top().err }
+
+// Name returns the file name used in errors.
+func (p *ConfigReader) Name() string { return p.name }
+
+// Has reports whether key is present (null included).
+func (p *ConfigReader) Has(key string) bool { _, ok := p.raw[key]; return ok }
+
+// Fail records an error about key unless one is recorded already.
+func (p *ConfigReader) Fail(key, f string, a ...any) {
+	if t := p.top(); t.err == nil {
+		t.err = fmt.Errorf("%w: %s: %s%s: %s", ErrConfig, p.name, p.prefix, key, fmt.Sprintf(f, a...))
 	}
 }
 
-// isNullKey reports whether key is present with the value null.
-func (p *cfgParser) isNullKey(key string) bool {
+// IsNull reports whether key is present with the value null.
+func (p *ConfigReader) IsNull(key string) bool {
 	v, ok := p.raw[key]
 	return ok && isNull(v)
 }
 
-// get returns the value of key, or nil when absent or null.
-func (p *cfgParser) get(key string) json.RawMessage {
+// Get returns the value of key, or nil when absent or null.
+func (p *ConfigReader) Get(key string) json.RawMessage {
 	v, ok := p.raw[key]
 	if !ok || isNull(v) {
 		return nil
@@ -371,106 +278,131 @@ func (p *cfgParser) get(key string) json.RawMessage {
 	return v
 }
 
-func (p *cfgParser) parseInt(key string, v json.RawMessage) int {
+func (p *ConfigReader) parseInt(key string, v json.RawMessage) int {
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil {
-		p.fail(key, "want an integer, got %s", clip(v))
+		p.Fail(key, "want an integer, got %s", clip(v))
 		return 0
 	}
 	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		p.fail(key, "want an integer, got %s", clip(v))
+		p.Fail(key, "want an integer, got %s", clip(v))
 		return 0
 	}
 	return int(f)
 }
 
-func (p *cfgParser) required(key string) int {
-	v := p.get(key)
+// Required reads a positive integer that must be present.
+func (p *ConfigReader) Required(key string) int {
+	v := p.Get(key)
 	if v == nil {
-		p.fail(key, "missing required key")
+		p.Fail(key, "missing required key")
 		return 0
 	}
 	n := p.parseInt(key, v)
-	if p.err == nil && n <= 0 {
-		p.fail(key, "must be positive, got %d", n)
+	if p.Err() == nil && n <= 0 {
+		p.Fail(key, "must be positive, got %d", n)
 	}
 	return n
 }
 
-func (p *cfgParser) integer(key string, def int) int {
-	v := p.get(key)
+// Int reads an integer, def when absent or null.
+func (p *ConfigReader) Int(key string, def int) int {
+	v := p.Get(key)
 	if v == nil {
 		return def
 	}
 	return p.parseInt(key, v)
 }
 
-func (p *cfgParser) positive(key string, def int) int {
-	n := p.integer(key, def)
-	if p.err == nil && n <= 0 {
-		p.fail(key, "must be positive, got %d", n)
+// Positive reads a positive integer, def when absent or null.
+func (p *ConfigReader) Positive(key string, def int) int {
+	n := p.Int(key, def)
+	if p.Err() == nil && n <= 0 {
+		p.Fail(key, "must be positive, got %d", n)
 	}
 	return n
 }
 
-func (p *cfgParser) float(key string, def float64) float64 {
-	v := p.get(key)
+// Float reads a number, def when absent or null.
+func (p *ConfigReader) Float(key string, def float64) float64 {
+	v := p.Get(key)
 	if v == nil {
 		return def
 	}
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil {
-		p.fail(key, "want a number, got %s", clip(v))
+		p.Fail(key, "want a number, got %s", clip(v))
 	}
 	return f
 }
 
-func (p *cfgParser) requiredFloat(key string) float64 {
-	if p.get(key) == nil {
-		p.fail(key, "missing required key")
+// RequiredFloat reads a number that must be present.
+func (p *ConfigReader) RequiredFloat(key string) float64 {
+	if p.Get(key) == nil {
+		p.Fail(key, "missing required key")
 		return 0
 	}
-	return p.float(key, 0)
+	return p.Float(key, 0)
 }
 
-func (p *cfgParser) boolean(key string, def bool) bool {
-	v := p.get(key)
+// Bool reads true or false, def when absent or null.
+func (p *ConfigReader) Bool(key string, def bool) bool {
+	v := p.Get(key)
 	if v == nil {
 		return def
 	}
 	var b bool
 	if err := json.Unmarshal(v, &b); err != nil {
-		p.fail(key, "want true or false, got %s", clip(v))
+		p.Fail(key, "want true or false, got %s", clip(v))
 	}
 	return b
 }
 
-func (p *cfgParser) str(key, def string) string {
-	v := p.get(key)
+// Str reads a string, def when absent or null.
+func (p *ConfigReader) Str(key, def string) string {
+	v := p.Get(key)
 	if v == nil {
 		return def
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		p.fail(key, "want a string, got %s", clip(v))
+		p.Fail(key, "want a string, got %s", clip(v))
 	}
 	return s
 }
 
-func (p *cfgParser) tokenID(key string) int {
-	v := p.get(key)
+// Ints reads a list of integers (def when absent or null).
+func (p *ConfigReader) Ints(key string, def []int) []int {
+	v := p.Get(key)
+	if v == nil {
+		return def
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(v, &list); err != nil {
+		p.Fail(key, "want a list of integers, got %s", clip(v))
+		return nil
+	}
+	out := make([]int, len(list))
+	for i, e := range list {
+		out[i] = p.parseInt(key, e)
+	}
+	return out
+}
+
+func (p *ConfigReader) tokenID(key string) int {
+	v := p.Get(key)
 	if v == nil {
 		return -1
 	}
 	n := p.parseInt(key, v)
-	if p.err == nil && n < 0 {
-		p.fail(key, "must not be negative, got %d", n)
+	if p.Err() == nil && n < 0 {
+		p.Fail(key, "must not be negative, got %d", n)
 	}
 	return n
 }
 
-func (p *cfgParser) tokenIDs(key string) []int {
-	v := p.get(key)
+func (p *ConfigReader) tokenIDs(key string) []int {
+	v := p.Get(key)
 	if v == nil {
 		return nil
 	}
@@ -478,24 +410,24 @@ func (p *cfgParser) tokenIDs(key string) []int {
 	if len(t) > 0 && t[0] == '[' {
 		var list []json.RawMessage
 		if err := json.Unmarshal(t, &list); err != nil {
-			p.fail(key, "want an integer or a list of integers, got %s", clip(v))
+			p.Fail(key, "want an integer or a list of integers, got %s", clip(v))
 			return nil
 		}
 		out := make([]int, 0, len(list))
 		for _, e := range list {
 			n := p.parseInt(key, e)
-			if p.err == nil && n < 0 {
-				p.fail(key, "must not be negative, got %d", n)
+			if p.Err() == nil && n < 0 {
+				p.Fail(key, "must not be negative, got %d", n)
 			}
 			out = append(out, n)
 		}
-		if p.err != nil {
+		if p.Err() != nil {
 			return nil
 		}
 		return out
 	}
 	n := p.tokenID(key)
-	if p.err != nil {
+	if p.Err() != nil {
 		return nil
 	}
 	return []int{n}

@@ -1,137 +1,55 @@
 package checkpoint
 
 import (
+	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
 
-const baseCfg = `"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4`
-
-func TestParseConfigDefaults(t *testing.T) {
-	cases := []struct {
-		json string
-		want Config // only the compared fields
-		eos  []int
-	}{
-		{`{"model_type":"llama",` + baseCfg + `}`,
-			Config{ModelType: "llama", NumKeyValueHeads: 4, HeadDim: 16, MaxPositionEmbeddings: 2048, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", BOSTokenID: -1, EOSTokenID: -1}, nil},
-		{`{"model_type":"mistral",` + baseCfg + `, "num_key_value_heads": null, "head_dim": null}`,
-			Config{ModelType: "mistral", NumKeyValueHeads: 4, HeadDim: 16, MaxPositionEmbeddings: 131072, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", BOSTokenID: -1, EOSTokenID: -1, SlidingWindow: 4096}, nil},
-		{`{"model_type":"qwen2",` + baseCfg + `, "num_key_value_heads": 2, "bos_token_id": 7, "eos_token_id": [3, 9], "sliding_window": 100}`,
-			Config{ModelType: "qwen2", NumKeyValueHeads: 2, HeadDim: 16, MaxPositionEmbeddings: 32768, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", AttentionBias: true, BOSTokenID: 7, EOSTokenID: 3}, []int{3, 9}},
-		{`{"model_type":"qwen3",` + baseCfg + `, "num_key_value_heads": 2, "tie_word_embeddings": true, "attention_bias": true, "rms_norm_eps": 1e-5, "rope_theta": 1000000, "max_position_embeddings": 40960, "eos_token_id": 5, "torch_dtype": "bfloat16", "use_sliding_window": true, "max_window_layers": 0}`,
-			Config{ModelType: "qwen3", NumKeyValueHeads: 2, HeadDim: 128, MaxPositionEmbeddings: 40960, RMSNormEps: 1e-5, RopeTheta: 1e6, HiddenAct: "silu", AttentionBias: true, TieWordEmbeddings: true, BOSTokenID: -1, EOSTokenID: 5, TorchDtype: "bfloat16", SlidingWindow: 4096}, []int{5}},
-		// use_sliding_window, but max_window_layers (default 28) ≥ the 2 layers: no layer slides.
-		{`{"model_type":"qwen2",` + baseCfg + `, "num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 64}`,
-			Config{ModelType: "qwen2", NumKeyValueHeads: 2, HeadDim: 16, MaxPositionEmbeddings: 32768, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", AttentionBias: true, BOSTokenID: -1, EOSTokenID: -1}, nil},
-		{`{"model_type":"qwen2",` + baseCfg + `, "num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 64, "max_window_layers": 1}`,
-			Config{ModelType: "qwen2", NumKeyValueHeads: 2, HeadDim: 16, MaxPositionEmbeddings: 32768, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", AttentionBias: true, BOSTokenID: -1, EOSTokenID: -1, SlidingWindow: 64}, nil},
-		{`{"model_type":"mistral",` + baseCfg + `, "num_key_value_heads": 1, "head_dim": 32, "sliding_window": null, "attention_bias": true, "dtype": "float32"}`,
-			Config{ModelType: "mistral", NumKeyValueHeads: 1, HeadDim: 32, MaxPositionEmbeddings: 131072, RMSNormEps: 1e-6, RopeTheta: 10000, HiddenAct: "silu", BOSTokenID: -1, EOSTokenID: -1, TorchDtype: "float32"}, nil},
+// TestParseConfigGeneric: ParseConfig reads only family-independent keys
+// and knows no model_type (the family tests are arch/config_test.go).
+func TestParseConfigGeneric(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"model_type":"bert","hidden_size":64,"eos_token_id":[3,9],"torch_dtype":"bfloat16","compression_config":{"a":1},"x":null}`), "d/config.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		got, err := ParseConfig([]byte(c.json), "config.json")
-		if err != nil {
-			t.Errorf("%s: %v", c.json, err)
-			continue
-		}
-		w := c.want
-		if got.ModelType != w.ModelType || got.VocabSize != 512 || got.HiddenSize != 64 || got.IntermediateSize != 128 ||
-			got.NumHiddenLayers != 2 || got.NumAttentionHeads != 4 || got.NumKeyValueHeads != w.NumKeyValueHeads ||
-			got.HeadDim != w.HeadDim || got.MaxPositionEmbeddings != w.MaxPositionEmbeddings || got.RMSNormEps != w.RMSNormEps ||
-			got.RopeTheta != w.RopeTheta || got.HiddenAct != w.HiddenAct || got.AttentionBias != w.AttentionBias ||
-			got.TieWordEmbeddings != w.TieWordEmbeddings || got.BOSTokenID != w.BOSTokenID || got.EOSTokenID != w.EOSTokenID ||
-			got.TorchDtype != w.TorchDtype || got.SlidingWindow != w.SlidingWindow || got.RopeScaling != nil || got.QuantizationConfig != nil {
-			t.Errorf("%s:\n got %+v\nwant %+v", c.json, *got, w)
-		}
-		if !slices.Equal(got.EOSTokenIDs, c.eos) {
-			t.Errorf("%s: eos ids %v want %v", c.json, got.EOSTokenIDs, c.eos)
-		}
+	if c.ModelType != "bert" || c.HiddenSize != 64 || c.VocabSize != 0 || c.NumKeyValueHeads != 0 || c.RMSNormEps != 0 ||
+		c.EOSTokenID != 3 || len(c.EOSTokenIDs) != 2 || c.BOSTokenID != -1 || c.TorchDtype != "bfloat16" ||
+		c.QuantizationKey != "compression_config" || string(c.QuantizationConfig) != `{"a":1}` ||
+		c.Resolved || c.Path != "d/config.json" || len(c.Raw) != 6 {
+		t.Errorf("got %+v", c)
 	}
-}
-
-func TestParseConfigRopeAndQuant(t *testing.T) {
-	for _, c := range []struct {
-		extra string
-		want  RopeScaling
-		theta float64
-	}{
-		{`"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}, "rope_theta": 500000.0`,
-			RopeScaling{"llama3", 32, 1, 4, 8192}, 500000},
-		{`"rope_scaling": {"type": "linear", "factor": 2}`, RopeScaling{Type: "linear", Factor: 2}, 10000},
-		{`"rope_scaling": {"type": "llama3", "rope_type": "linear", "factor": 4}`, RopeScaling{Type: "linear", Factor: 4}, 10000},
-		{`"rope_parameters": {"rope_type": "linear", "factor": 3, "rope_theta": 20000}`, RopeScaling{Type: "linear", Factor: 3}, 20000},
+	for _, bad := range []struct{ js, want string }{
+		{`[]`, "not a JSON object"},
+		{`{"model_type":1}`, "model_type: want a string"},
+		{`{"hidden_size":1.5}`, "hidden_size: want an integer"},
+		{`{"quantization_config":3}`, "quantization_config must be a JSON object"},
 	} {
-		cfg, err := ParseConfig([]byte(`{"model_type":"llama",`+baseCfg+`,`+c.extra+`}`), "config.json")
-		if err != nil {
-			t.Errorf("%s: %v", c.extra, err)
-			continue
-		}
-		if cfg.RopeScaling == nil || *cfg.RopeScaling != c.want || cfg.RopeTheta != c.theta {
-			t.Errorf("%s: got %+v theta %v", c.extra, cfg.RopeScaling, cfg.RopeTheta)
-		}
-	}
-	for _, extra := range []string{`"rope_scaling": null`, `"rope_scaling": {"rope_type": "default"}`, `"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}`} {
-		cfg, err := ParseConfig([]byte(`{"model_type":"llama",`+baseCfg+`,`+extra+`}`), "config.json")
-		if err != nil || cfg.RopeScaling != nil {
-			t.Errorf("%s: %v %+v", extra, err, cfg)
-		}
-	}
-	for _, key := range []string{"quantization_config", "compression_config"} {
-		cfg, err := ParseConfig([]byte(`{"model_type":"qwen3",`+baseCfg+`,"num_key_value_heads":1,"`+key+`": {"quant_method": "x"}}`), "config.json")
-		if err != nil || string(cfg.QuantizationConfig) != `{"quant_method": "x"}` || cfg.QuantizationKey != key {
-			t.Errorf("%s: %v %+v", key, err, cfg)
+		_, err := ParseConfig([]byte(bad.js), "d/config.json")
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "d/config.json") || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want %q", bad.js, err, bad.want)
 		}
 	}
 }
 
-func TestParseConfigErrors(t *testing.T) {
-	cases := []struct{ json, want string }{
-		{`not json`, "not a JSON object"},
-		{`null`, "not a JSON object"},
-		{`[1]`, "not a JSON object"},
-		{`{"hidden_size": 64}`, "missing model_type (supported: llama, mistral, qwen2, qwen3)"},
-		{`{"model_type": "gpt2"}`, `unsupported model_type "gpt2" (supported: llama, mistral, qwen2, qwen3)`},
-		{`{"model_type": 3}`, "model_type: want a string"},
-		{`{"model_type":"llama", "vocab_size": 512, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4}`, "hidden_size: missing required key"},
-		{`{"model_type":"llama", "vocab_size": 512, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}`, "intermediate_size: missing required key"},
-		{`{"model_type":"llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4}`, "vocab_size: missing required key"},
-		{`{"model_type":"llama", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4}`, "num_hidden_layers: missing required key"},
-		{`{"model_type":"llama", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}`, "num_attention_heads: missing required key"},
-		{`{"model_type":"llama",` + strings.Replace(baseCfg, `"hidden_size": 64`, `"hidden_size": -64`, 1) + `}`, "hidden_size: must be positive, got -64"},
-		{`{"model_type":"llama",` + strings.Replace(baseCfg, `"hidden_size": 64`, `"hidden_size": 64.5`, 1) + `}`, "hidden_size: want an integer, got 64.5"},
-		{`{"model_type":"llama",` + strings.Replace(baseCfg, `"hidden_size": 64`, `"hidden_size": "64"`, 1) + `}`, `hidden_size: want an integer, got "64"`},
-		{`{"model_type":"llama",` + strings.Replace(baseCfg, `"hidden_size": 64`, `"hidden_size": 66`, 1) + `}`, "hidden_size 66 is not divisible by num_attention_heads 4"},
-		{`{"model_type":"llama",` + baseCfg + `, "num_key_value_heads": 3}`, "num_attention_heads 4 is not divisible by num_key_value_heads 3"},
-		{`{"model_type":"mistral",` + baseCfg + `}`, "num_attention_heads 4 is not divisible by num_key_value_heads 8"},
-		{`{"model_type":"llama",` + baseCfg + `, "num_key_value_heads": 0}`, "num_key_value_heads: must be positive, got 0"},
-		{`{"model_type":"llama",` + baseCfg + `, "head_dim": 15}`, "head_dim 15 must be even"},
-		{`{"model_type":"llama",` + baseCfg + `, "head_dim": -2}`, "head_dim must be positive"},
-		{`{"model_type":"llama",` + strings.Replace(baseCfg, `"vocab_size": 512`, `"vocab_size": 1e12`, 1) + `}`, "vocab_size = 1000000000000 exceeds the limit"},
-		{`{"model_type":"llama",` + baseCfg + `, "rms_norm_eps": 0}`, "rms_norm_eps must be positive"},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_theta": -1}`, "rope_theta must be positive"},
-		{`{"model_type":"llama",` + baseCfg + `, "tie_word_embeddings": "yes"}`, "tie_word_embeddings: want true or false"},
-		{`{"model_type":"llama",` + baseCfg + `, "eos_token_id": [1, "x"]}`, "eos_token_id: want an integer"},
-		{`{"model_type":"llama",` + baseCfg + `, "bos_token_id": -3}`, "bos_token_id: must not be negative"},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_scaling": {"type": "yarn", "factor": 4}}`, `unsupported rope_scaling type "yarn" (supported: default, linear, llama3)`},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_scaling": {"type": "dynamic", "factor": 4}}`, `unsupported rope_scaling type "dynamic"`},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_scaling": 5}`, "rope_scaling must be an object"},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_scaling": {"type": "linear"}}`, "rope_scaling.factor: missing required key"},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_scaling": {"type": "linear", "factor": 0}}`, "rope_scaling.factor must be positive"},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 4}}`, "rope_scaling.original_max_position_embeddings: missing required key"},
-		{`{"model_type":"llama",` + baseCfg + `, "rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 4, "original_max_position_embeddings": 8192}}`, "must exceed low_freq_factor"},
-		{`{"model_type":"llama",` + baseCfg + `, "quantization_config": [1]}`, "quantization_config must be a JSON object"},
+// TestConfigReaderSub: a Sub reader's errors name the nested key and are
+// the parent's first error.
+func TestConfigReaderSub(t *testing.T) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(`{"text_config":{"rope_scaling":{"factor":"x"}},"n":5}`), &raw); err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		_, err := ParseConfig([]byte(c.json), "dir/config.json")
-		if err == nil {
-			t.Errorf("%s: accepted", c.json)
-			continue
-		}
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "dir/config.json") || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s:\n error %q\n want ErrConfig naming dir/config.json with %q", c.json, err, c.want)
-		}
+	r := NewConfigReader("c.json", raw)
+	if r.Sub("absent") != nil || r.Err() != nil {
+		t.Fatal("absent key gave a reader or an error")
+	}
+	rs := r.Sub("text_config").Sub("rope_scaling")
+	if f := rs.Float("factor", 1); f != 0 || r.Err() == nil || !strings.Contains(r.Err().Error(), "c.json: text_config.rope_scaling.factor: want a number") {
+		t.Errorf("nested error %v", r.Err())
+	}
+	r2 := NewConfigReader("c.json", raw)
+	if r2.Sub("n") != nil || r2.Err() == nil || !strings.Contains(r2.Err().Error(), "n must be an object") {
+		t.Errorf("non-object: %v", r2.Err())
 	}
 }

@@ -1,6 +1,8 @@
 // Package checkpoint reads and writes Hugging Face model directories:
 // validated safetensors files (single or sharded through
-// model.safetensors.index.json) and config.json. It does no model math.
+// model.safetensors.index.json) and config.json's family-independent
+// keys (ParseConfig; package arch applies each family's defaults and
+// quirks). It does no model math.
 //
 // # Layout
 //

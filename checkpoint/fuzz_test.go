@@ -59,14 +59,15 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// FuzzParseConfig feeds arbitrary JSON to ParseConfig and, when accepted,
+// FuzzParseConfig feeds arbitrary JSON to arch.ParseConfig (checkpoint's
+// ParseConfig resolved with the family's defaults) and, when accepted,
 // to arch.For and the RoPE frequencies. Nothing may panic, and an accepted
 // config has positive, bounded, consistent sizes. Seed corpus:
 // testdata/fuzz/FuzzParseConfig.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"model_type":"llama","vocab_size":512,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":256}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := checkpoint.ParseConfig(data, "config.json")
+		c, err := arch.ParseConfig(data, "config.json")
 		if err != nil {
 			if !errors.Is(err, checkpoint.ErrConfig) {
 				t.Fatalf("error %v does not wrap ErrConfig", err)

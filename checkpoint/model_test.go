@@ -100,7 +100,8 @@ func TestOpenDirErrors(t *testing.T) {
 		wants []string
 	}{
 		{"missing config", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, ConfigFile)) }, ErrNotFound, []string{"config.json", "no config.json in the model directory"}},
-		{"bad config", func(t *testing.T, dir string) { write(t, dir, ConfigFile, `{"model_type":"bert"}`) }, ErrConfig, []string{"config.json", `unsupported model_type "bert"`}},
+		// An unsupported model_type is arch.OpenDir's error (TestOpenDirUnsupported).
+		{"bad config", func(t *testing.T, dir string) { write(t, dir, ConfigFile, `{"model_type":["llama"]}`) }, ErrConfig, []string{"config.json", "model_type: want a string"}},
 		{"no weights", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, IndexFile))
 		}, ErrNotFound, []string{"neither model.safetensors nor model.safetensors.index.json"}},

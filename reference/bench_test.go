@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
-	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
+	"github.com/qppl/qppl/fixtures/quantizer"
 )
 
 const benchModelEnv = "QPPL_WRITE_BENCH_MODEL"
@@ -79,7 +80,7 @@ func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
 			b.Fatalf("generating the model: %v\n%s", err, out)
 		}
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,4 +116,80 @@ func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
 	b.ReportMetric(float64(len(toks)*b.N)/b.Elapsed().Seconds(), "tokens/s")
 	b.ReportMetric(peakRSSMB(), "peakRSS_MB")
 	b.ReportMetric(load.Seconds(), "load_s")
+}
+
+const moeBenchEnv = "QPPL_WRITE_MOE_BENCH_MODEL"
+
+// moeBenchOptions is a qwen3_moe fixture with 64 experts of width 256 on
+// both layers, top 4: 2·64·3·256·256 = 25.2M expert weights (201 MB as
+// float64, 100 MB as F32), 13 MB packed as W4A16.
+func moeBenchOptions() fixtures.Options {
+	o, _ := fixtures.Defaults("qwen3_moe")
+	o.Vocab, o.Hidden, o.Intermediate, o.HeadDim, o.Init = 1024, 256, 512, 64, fixtures.InitRandom
+	o.Config = map[string]any{"num_experts": 64, "num_experts_per_tok": 4, "moe_intermediate_size": 256, "mlp_only_layers": []int{}}
+	return o
+}
+
+// TestWriteMoEBenchModel is a helper of BenchmarkMoE_W4A16_PeakRSS (run in
+// a child process so that writing the model does not count in the peak).
+func TestWriteMoEBenchModel(t *testing.T) {
+	dir := os.Getenv(moeBenchEnv)
+	if dir == "" {
+		t.Skip("helper for BenchmarkMoE_W4A16_PeakRSS")
+	}
+	dense := filepath.Join(dir, "dense")
+	if err := fixtures.Write(dense, moeBenchOptions()); err != nil {
+		t.Fatal(err)
+	}
+	if err := quantizer.Quantize(dense, filepath.Join(dir, "w4a16"), "W4A16", quantizer.Options{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkMoE_W4A16_PeakRSS scores one 256-token window of a W4A16
+// qwen3_moe (moeBenchOptions) with the reference and reports the process's
+// peak RSS next to the packed checkpoint size and the float64 size of all
+// experts: the reference keeps the checkpoint packed and decodes one
+// expert matrix at a time (TestMixtureMemory checks the scratch size).
+func BenchmarkMoE_W4A16_PeakRSS(b *testing.B) {
+	dir := b.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteMoEBenchModel$", "-test.count=1")
+	cmd.Env = append(os.Environ(), moeBenchEnv+"="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("generating the model: %v\n%s", err, out)
+	}
+	q := filepath.Join(dir, "w4a16")
+	m, err := arch.OpenDir(q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	be, err := New(m, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	toks := make([]int32, 256)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range toks {
+		toks[i] = int32(r.IntN(1024))
+	}
+	w := backends.Window{Tokens: toks, First: 1}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := be.Score(context.Background(), w, backends.Request{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	st, err := os.Stat(filepath.Join(q, "model.safetensors"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := moeBenchOptions()
+	experts := float64(o.Layers*64*3*256*o.Hidden) * 8
+	b.ReportMetric(peakRSSMB(), "peakRSS_MB")
+	b.ReportMetric(float64(st.Size())/(1<<20), "packed_MB")
+	b.ReportMetric(experts/(1<<20), "experts_f64_MB")
+	b.ReportMetric(float64(be.m.scratch*8)/(1<<20), "scratch_MB")
 }

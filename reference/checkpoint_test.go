@@ -10,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
@@ -65,7 +66,7 @@ func writeCheckpoint(t testing.TB, dir string, cfg *checkpoint.Config, src memSo
 
 func openBackend(t testing.TB, dir string) (*Backend, *checkpoint.Model) {
 	t.Helper()
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,10 @@ type workspace struct {
 	k, v     []float64   // [T][KV·D]
 	att      []float64   // [T][H·D] attention output before o_proj
 	proj     []float64   // [T][C] o_proj / down_proj output
-	gate, up []float64   // [T][I]
+	gate, up []float64   // [T][W]: MLP activations (W = I, or wider with experts); router logits
+	moeIn    []float64   // [T][C] rows routed to one expert (MoE models only)
+	fused    []float64   // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
+	moeOut   []float64   // [T][C] that expert's output
 	scores   [][]float64 // per attention worker: [T][T] one head's scores, then probabilities
 	cos, sin []float64   // [T][D/2] RoPE tables
 	w        []float64   // [out·in] decoded weight of the current Linear
@@ -52,14 +55,21 @@ func (ws *workspace) ensure(m *model, T int) {
 	ws.T = T
 	ws.x = grow(ws.x, T*d.C)
 	ws.h = grow(ws.h, T*d.C)
-	ws.xin = grow(ws.xin, T*max(d.C, d.H*d.D, d.I))
+	ws.xin = grow(ws.xin, T*max(d.C, d.H*d.D, d.W))
 	ws.q = grow(ws.q, T*d.H*d.D)
 	ws.k = grow(ws.k, T*d.KV*d.D)
 	ws.v = grow(ws.v, T*d.KV*d.D)
 	ws.att = grow(ws.att, T*d.H*d.D)
 	ws.proj = grow(ws.proj, T*d.C)
-	ws.gate = grow(ws.gate, T*d.I)
-	ws.up = grow(ws.up, T*d.I)
+	ws.gate = grow(ws.gate, T*d.W)
+	ws.up = grow(ws.up, T*d.W)
+	if m.spec.FusedQKV || m.spec.FusedGateUp {
+		ws.fused = grow(ws.fused, T*max(d.H*d.D+2*d.KV*d.D, 2*d.I))
+	}
+	if m.spec.MoE != nil {
+		ws.moeIn = grow(ws.moeIn, T*d.C)
+		ws.moeOut = grow(ws.moeOut, T*d.C)
+	}
 	if len(ws.scores) != max(1, min(m.threads, d.H)) {
 		ws.scores = make([][]float64, max(1, min(m.threads, d.H)))
 	}
@@ -116,14 +126,20 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		// Attention block.
 		rmsNorm(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
 		probe(li, arch.SiteAttnNorm, ws.h, d.C)
-		if err := m.linear(ws, l.q, l.bq, ws.h, T, d.C, ws.q, hd); err != nil {
-			return err
-		}
-		if err := m.linear(ws, l.k, l.bk, ws.h, T, d.C, ws.k, kvd); err != nil {
-			return err
-		}
-		if err := m.linear(ws, l.v, l.bv, ws.h, T, d.C, ws.v, kvd); err != nil {
-			return err
+		if f := l.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
+			if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.q, hd}, fusedPart{ws.k, kvd}, fusedPart{ws.v, kvd}); err != nil {
+				return err
+			}
+		} else {
+			if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
+				return err
+			}
+			if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
+				return err
+			}
+			if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
+				return err
+			}
 		}
 		if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
 			rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
@@ -132,7 +148,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
 		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
 		m.attention(ws, T)
-		if err := m.linear(ws, l.o, l.bo, ws.att, T, hd, ws.proj, d.C); err != nil {
+		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err
 		}
 		probe(li, arch.SiteAttnOut, ws.proj, d.C)
@@ -143,17 +159,29 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		// MLP block.
 		rmsNorm(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
 		probe(li, arch.SiteMLPNorm, ws.h, d.C)
-		if err := m.linear(ws, l.gate, nil, ws.h, T, d.C, ws.gate, d.I); err != nil {
-			return err
-		}
-		if err := m.linear(ws, l.up, nil, ws.h, T, d.C, ws.up, d.I); err != nil {
-			return err
-		}
-		for i, g := range ws.gate[:T*d.I] {
-			ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
-		}
-		if err := m.linear(ws, l.down, nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
-			return err
+		if l.experts != nil {
+			if err := m.mixture(ws, l, T); err != nil {
+				return err
+			}
+		} else {
+			if f := l.lin[arch.ProjGateUp]; f != nil { // phi3: gate, up = chunk(gate_up_proj(h), 2)
+				if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.gate, d.I}, fusedPart{ws.up, d.I}); err != nil {
+					return err
+				}
+			} else {
+				if err := m.linear(ws, l.lin[arch.ProjGate], nil, ws.h, T, d.C, ws.gate, d.I); err != nil {
+					return err
+				}
+				if err := m.linear(ws, l.lin[arch.ProjUp], nil, ws.h, T, d.C, ws.up, d.I); err != nil {
+					return err
+				}
+			}
+			for i, g := range ws.gate[:T*d.I] {
+				ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
+			}
+			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
+				return err
+			}
 		}
 		probe(li, arch.SiteMLPOut, ws.proj, d.C)
 		for i, v := range ws.proj[:T*d.C] {

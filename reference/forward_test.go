@@ -383,7 +383,7 @@ func TestBindErrors(t *testing.T) {
 		}, `memory: tensor "model.layers.1.post_attention_layernorm.weight" has shape [15], want [16]`},
 		{"wrong embed shape", func(c *checkpoint.Config, s memSource) { c.VocabSize = 40 },
 			`tensor "model.embed_tokens.weight" has shape [37 16], want [40 16] from config.json`},
-		{"unsupported arch", func(c *checkpoint.Config, s memSource) { c.ModelType = "gpt2" }, `model_type "gpt2" (supported: llama, mistral, qwen2, qwen3)`},
+		{"unsupported arch", func(c *checkpoint.Config, s memSource) { c.ModelType = "gpt2" }, `model_type "gpt2" (supported: llama, mistral, qwen2, qwen3`},
 		{"bad heads", func(c *checkpoint.Config, s memSource) { c.NumKeyValueHeads = 3 }, "4 heads not divisible by 3 key/value heads"},
 		{"gelu", func(c *checkpoint.Config, s memSource) { c.HiddenAct = "gelu" }, `hidden_act "gelu" (only silu is supported)`},
 	}
@@ -399,7 +399,7 @@ func TestBindErrors(t *testing.T) {
 	bad := randomWeights(cfg, 1)
 	bad.t["model.norm.weight"] = memTensor{make([]float64, 8), []int{8}}
 	dir := writeCheckpoint(t, t.TempDir(), cfg, bad)
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,12 @@ func quantOracle(t *testing.T, m *checkpoint.Model) (oracle.Getter, oracle.Optio
 		t.Fatal(err)
 	}
 	isLinear := func(module string) bool {
-		return strings.HasSuffix(module, "_proj") || module == "lm_head"
+		for _, suffix := range []string{"_proj", ".mlp.gate", ".block_sparse_moe.gate", ".w1", ".w2", ".w3"} {
+			if strings.HasSuffix(module, suffix) {
+				return true
+			}
+		}
+		return module == "lm_head"
 	}
 	get := func(name string) ([]float64, []int, error) {
 		if mod, ok := strings.CutSuffix(name, ".weight"); ok && isLinear(mod) {
@@ -98,6 +103,45 @@ func TestQuantizedSchemes(t *testing.T) {
 			}
 			if d, _, _ := maxAbsDiff(got, weightOnly); withAct[name] != (d > 1e-9) {
 				t.Errorf("activation quantization expected %v, but log-probs differ from weight-only decoding by %g", withAct[name], d)
+			}
+		})
+	}
+}
+
+// TestQuantizedEveryArch: every family's fixture (arch.Names), dense and
+// quantized W4A16 (group 32) and W8A8 (per-token activations), equals the
+// oracle to 1e-9 on a window longer than one 64-row block.
+func TestQuantizedEveryArch(t *testing.T) {
+	for _, a := range fixtures.Architectures() {
+		t.Run(a, func(t *testing.T) {
+			o, err := fixtures.Defaults(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Vocab, o.Init = 300, fixtures.InitRandom
+			src := filepath.Join(t.TempDir(), "dense")
+			if err := fixtures.Write(src, o); err != nil {
+				t.Fatal(err)
+			}
+			toks := randomTokens(70, o.Vocab, 5)
+			for _, scheme := range []string{"", "W4A16-G32", "W8A8"} {
+				dir := src
+				if scheme != "" {
+					dir = filepath.Join(t.TempDir(), scheme)
+					if err := quantizer.Quantize(src, dir, scheme, quantizer.Options{Seed: 3}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				b, m := openBackend(t, dir)
+				got := allLogProbs(t, b, toks)
+				get, opt := quantOracle(t, m)
+				want, err := oracle.LogProbs(m.Config, get, toks, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, p, v := maxAbsDiff(got, want); d > 1e-9 {
+					t.Errorf("%s: max |reference - oracle| = %g at pos %d id %d", scheme, d, p, v)
+				}
 			}
 		})
 	}

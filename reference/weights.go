@@ -109,16 +109,23 @@ func (f *fileRows) Rows(r0, r1 int, dst []float64) error {
 // dims are the resolved sizes of a model.
 type dims struct {
 	C, H, KV, D, I, V, L int
+	W                    int // widest MLP activation: I, the experts' width, the expert count
 	eps                  float64
 }
 
 // layerWeights binds one decoder layer. Linears are handles: they are
 // decoded into the scratch buffer when the layer runs.
 type layerWeights struct {
-	attnNorm, mlpNorm          []float64 // [C]
-	qNorm, kNorm               []float64 // [D], qwen3 only
-	q, k, v, o, gate, up, down quant.Linear
-	bq, bk, bv, bo             []float64 // nil when absent
+	attnNorm, mlpNorm []float64 // [C]
+	qNorm, kNorm      []float64 // [D], qwen3 only
+	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
+	// in backends/cuda; a bias is nil when absent.
+	lin  [arch.NumProj]quant.Linear
+	bias [arch.NumProj][]float64
+	// experts[e] holds expert e's gate, up and down_proj (by arch.Proj) in
+	// a mixture-of-experts layer, whose router is lin[arch.ProjRouter];
+	// nil in a dense layer.
+	experts [][arch.NumProj]quant.Linear
 }
 
 // model is a bound checkpoint.
@@ -143,7 +150,7 @@ type model struct {
 func bind(spec *arch.Spec, src source) (*model, error) {
 	d := dims{
 		C: spec.Hidden, H: spec.Heads, KV: spec.KVHeads, D: spec.HeadDim,
-		I: spec.Intermediate, V: spec.Vocab, L: spec.Layers, eps: spec.Eps,
+		I: spec.Intermediate, V: spec.Vocab, L: spec.Layers, eps: spec.Eps, W: spec.MLPWidth(),
 	}
 	if d.C <= 0 || d.H <= 0 || d.KV <= 0 || d.D <= 0 || d.D%2 != 0 || d.I <= 0 || d.V <= 0 || d.L <= 0 || d.H%d.KV != 0 {
 		return nil, fmt.Errorf("reference: config.json: inconsistent sizes %+v", d)
@@ -204,30 +211,32 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		if l.mlpNorm, err = vec(names.MLPNorm, d.C); err != nil {
 			return nil, err
 		}
-		lins := spec.LayerLinears(i) // q, k, v, o, gate, up, down
-		if len(lins) != 7 {
-			return nil, fmt.Errorf("reference: layer %d: %d linear modules, want 7", i, len(lins))
+		if spec.Sparse(i) {
+			l.experts = make([][arch.NumProj]quant.Linear, spec.MoE.Experts)
 		}
-		dst := []*quant.Linear{&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}
-		for k, al := range lins {
-			if *dst[k], err = lin(al); err != nil {
+		for _, al := range spec.LayerLinears(i) {
+			dst := &l.lin[al.Proj]
+			if al.Expert >= 0 {
+				dst = &l.experts[al.Expert][al.Proj]
+			}
+			if *dst, err = lin(al); err != nil {
 				return nil, err
 			}
 			m.scratch = max(m.scratch, al.Out*al.In)
+			if b := names.Bias(al.Proj); b != "" {
+				if l.bias[al.Proj], err = vec(b, al.Out); err != nil {
+					return nil, err
+				}
+			}
 		}
-		for _, b := range []struct {
+		for _, n := range []struct {
 			dst  *[]float64
 			name string
-			n    int
-		}{
-			{&l.bq, names.QBias, lins[0].Out}, {&l.bk, names.KBias, lins[1].Out},
-			{&l.bv, names.VBias, lins[2].Out}, {&l.bo, names.OBias, lins[3].Out},
-			{&l.qNorm, names.QNorm, d.D}, {&l.kNorm, names.KNorm, d.D},
-		} {
-			if b.name == "" {
+		}{{&l.qNorm, names.QNorm}, {&l.kNorm, names.KNorm}} {
+			if n.name == "" {
 				continue
 			}
-			if *b.dst, err = vec(b.name, b.n); err != nil {
+			if *n.dst, err = vec(n.name, d.D); err != nil {
 				return nil, err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/arch"
@@ -63,8 +64,8 @@ func Accuracy(maxAbs, meanAbs float64) Option {
 // pass their own (it never loosens the error checks).
 func Tolerance(abs float64) Option { return func(c *config) { c.tol = abs } }
 
-// Archs restricts the models to the named fixtures: "llama", "mistral",
-// "qwen2", "qwen3".
+// Archs restricts the models to the named fixtures (model_type values of
+// arch.Names; default all).
 func Archs(names ...string) Option { return func(c *config) { c.archs = names } }
 
 // NonDeterministic skips the bit-identical repeat check.
@@ -86,7 +87,7 @@ func Run(t *testing.T, newBackend func(t *testing.T, modelDir string) backends.B
 	}
 	archs := c.archs
 	if len(archs) == 0 {
-		archs = []string{"llama", "mistral", "qwen2", "qwen3"}
+		archs = arch.Names()
 	}
 	for _, a := range archs {
 		t.Run(a, func(t *testing.T) {
@@ -250,6 +251,25 @@ func (s *suite) run() {
 		}
 	}
 
+	// Causality: the tokens after a position never change its NLL, so a
+	// prefix of the window scores its targets as the whole window does.
+	for _, n := range []int{2, 33, len(toks) / 2} {
+		pre, err := s.score(fmt.Sprintf("Score prefix of %d tokens", n), backends.Window{Index: 5, Tokens: toks[:n], First: 1}, backends.Request{})
+		if err != nil {
+			t.Errorf("Score prefix of %d tokens: %v", n, err)
+			continue
+		}
+		if len(pre.NLL) != n-1 {
+			t.Errorf("prefix of %d tokens: %d NLLs, want %d", n, len(pre.NLL), n-1)
+			continue
+		}
+		for i, v := range pre.NLL {
+			if d := math.Abs(v - sc.NLL[i]); !(d <= s.c.tol) {
+				t.Errorf("prefix of %d tokens, target %d: NLL %v, the whole window gives %v", n, i, v, sc.NLL[i])
+			}
+		}
+	}
+
 	// Determinism.
 	if s.c.deterministic {
 		again, err := s.score("Score repeat", w, backends.Request{TopK: 4})
@@ -284,7 +304,7 @@ func (s *suite) checkOracle(toks []int32, nll []float64) {
 		t.Errorf("Info().Precision %q has no default oracle accuracy: pass backendtest.Accuracy", s.b.Info().Precision)
 		return
 	}
-	m, err := checkpoint.OpenDir(s.dir)
+	m, err := arch.OpenDir(s.dir)
 	if err != nil {
 		t.Errorf("oracle: %v", err)
 		return
@@ -495,14 +515,29 @@ const (
 )
 
 // WriteModel writes a deterministic random model of the named
-// architecture ("llama", "mistral", "qwen2", "qwen3") into dir
-// (config.json and model.safetensors in Hugging Face layout) and returns its
-// embedding matrix [Vocab][hidden] as stored (after rounding to the file's
-// dtype). llama uses llama3 RoPE scaling and F32; mistral has an untied
-// lm_head and BF16 weights; qwen2 has q/k/v biases; qwen3 has head_dim 12
-// (≠ hidden/heads) and q/k norms.
+// architecture (any of arch.Names) into dir (config.json and
+// model.safetensors in Hugging Face layout) and returns its embedding matrix
+// [Vocab][hidden] as stored (after rounding to the file's dtype). The
+// config is the family's fixture declaration (arch.Family.Fixture: its
+// own keys, RoPE scaling, window keys, head tying) at the suite's sizes; a
+// family that reads head_dim from config.json gets head_dim 12 ≠
+// hidden/heads; an untied family is written in BF16 (the others in F32), so
+// that both dtypes and both head layouts are exercised. Tensors are every
+// tensor of arch.Spec.DenseWeights, drawn in that order: the embedding
+// N(0,1), lm_head N(0,1/hidden), Linear weights N(0,1/in), biases
+// N(0,0.3²), norm gains 1+N(0,0.1²) (q/k norms 1+N(0,0.2²)).
 func WriteModel(dir, archName string, seed uint64) ([]float64, error) {
-	headDim, dtype, tied := hidden/heads, checkpoint.DType("F32"), true
+	fam, ok := arch.Lookup(archName)
+	if !ok {
+		return nil, fmt.Errorf("backendtest: unknown fixture architecture %q", archName)
+	}
+	headDim, dtype, tied := hidden/heads, checkpoint.DType("F32"), fam.Fixture.Tied
+	if fam.Fixture.HeadDim != 0 {
+		headDim = 12
+	}
+	if !tied {
+		dtype = "BF16"
+	}
 	cfg := map[string]any{
 		"model_type": archName, "vocab_size": Vocab, "hidden_size": hidden,
 		"intermediate_size": intermediate, "num_hidden_layers": layers,
@@ -510,22 +545,23 @@ func WriteModel(dir, archName string, seed uint64) ([]float64, error) {
 		"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "hidden_act": "silu",
 		"max_position_embeddings": 512,
 	}
-	switch archName {
-	case "llama":
-		cfg["rope_scaling"] = map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
-	case "mistral":
-		dtype, tied = "BF16", false
-		cfg["sliding_window"] = nil
-	case "qwen2":
-	case "qwen3":
-		headDim = 12
-	default:
-		return nil, fmt.Errorf("backendtest: unknown fixture architecture %q", archName)
+	if fam.Fixture.Config != nil {
+		for k, v := range fam.Fixture.Config(arch.FixtureShape{Layers: layers, MaxPos: 512}) {
+			cfg[k] = v
+		}
 	}
 	cfg["head_dim"] = headDim
 	cfg["tie_word_embeddings"] = tied
 	cfg["torch_dtype"] = map[checkpoint.DType]string{"F32": "float32", "BF16": "bfloat16"}[dtype]
 	js, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	c, err := arch.ParseConfig(js, "backendtest config.json")
+	if err != nil {
+		return nil, err
+	}
+	spec, err := arch.For(c)
 	if err != nil {
 		return nil, err
 	}
@@ -561,31 +597,20 @@ func WriteModel(dir, archName string, seed uint64) ([]float64, error) {
 		ts = append(ts, checkpoint.WriteTensor{Name: name, DType: dtype, Shape: shape, Data: raw})
 		return vals
 	}
-	q, kv := heads*headDim, kvHeads*headDim
-	emb = add("model.embed_tokens.weight", []int{Vocab, hidden}, 0, 1)
-	add("model.norm.weight", []int{hidden}, 1, 0.1)
-	if !tied {
-		add("lm_head.weight", []int{Vocab, hidden}, 0, 1/math.Sqrt(hidden))
-	}
-	for l := 0; l < layers; l++ {
-		p := fmt.Sprintf("model.layers.%d.", l)
-		add(p+"input_layernorm.weight", []int{hidden}, 1, 0.1)
-		add(p+"post_attention_layernorm.weight", []int{hidden}, 1, 0.1)
-		add(p+"self_attn.q_proj.weight", []int{q, hidden}, 0, 1/math.Sqrt(hidden))
-		add(p+"self_attn.k_proj.weight", []int{kv, hidden}, 0, 1/math.Sqrt(hidden))
-		add(p+"self_attn.v_proj.weight", []int{kv, hidden}, 0, 1/math.Sqrt(hidden))
-		add(p+"self_attn.o_proj.weight", []int{hidden, q}, 0, 1/math.Sqrt(float64(q)))
-		add(p+"mlp.gate_proj.weight", []int{intermediate, hidden}, 0, 1/math.Sqrt(hidden))
-		add(p+"mlp.up_proj.weight", []int{intermediate, hidden}, 0, 1/math.Sqrt(hidden))
-		add(p+"mlp.down_proj.weight", []int{hidden, intermediate}, 0, 1/math.Sqrt(intermediate))
-		if archName == "qwen2" {
-			add(p+"self_attn.q_proj.bias", []int{q}, 0, 0.3)
-			add(p+"self_attn.k_proj.bias", []int{kv}, 0, 0.3)
-			add(p+"self_attn.v_proj.bias", []int{kv}, 0, 0.3)
-		}
-		if archName == "qwen3" {
-			add(p+"self_attn.q_norm.weight", []int{headDim}, 1, 0.2)
-			add(p+"self_attn.k_norm.weight", []int{headDim}, 1, 0.2)
+	for _, w := range spec.DenseWeights() {
+		switch {
+		case w.Name == arch.EmbedName:
+			emb = add(w.Name, w.Shape, 0, 1)
+		case w.Name == arch.LMHeadName:
+			add(w.Name, w.Shape, 0, 1/math.Sqrt(hidden))
+		case len(w.Shape) == 2: // a Linear [out, in]
+			add(w.Name, w.Shape, 0, 1/math.Sqrt(float64(w.Shape[1])))
+		case strings.HasSuffix(w.Name, ".bias"):
+			add(w.Name, w.Shape, 0, 0.3)
+		case w.Shape[0] == headDim && w.Shape[0] != hidden: // per-head q/k norm
+			add(w.Name, w.Shape, 1, 0.2)
+		default: // RMSNorm gain
+			add(w.Name, w.Shape, 1, 0.1)
 		}
 	}
 	if err := checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {

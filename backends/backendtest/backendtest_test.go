@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
-	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/reference"
 )
 
@@ -46,7 +46,7 @@ func openReference(t *testing.T, seed uint64) (*reference.Backend, []float64, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,35 +47,42 @@ var (
 // layerDev is one decoder layer's weights on its device.
 type layerDev struct {
 	attnNorm, mlpNorm, qNorm, kNorm device.Ptr // fp32
-	lin                             [7]*devLinear
-	bias                            [7]device.Ptr // fp32 biases of q, k, v, o (0 when absent)
+	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
+	// in package reference; a bias is 0 when absent (fp32).
+	lin  [arch.NumProj]*devLinear
+	bias [arch.NumProj]device.Ptr
+	// experts[e] holds expert e's gate, up and down_proj (by arch.Proj) in
+	// a mixture-of-experts layer (router: lin[arch.ProjRouter]); nil when
+	// dense.
+	experts [][arch.NumProj]*devLinear
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,
 // C hidden, Q = heads·head_dim, KV = kv_heads·head_dim, I intermediate):
 type devState struct {
-	d            device.Device
-	first, end   int
-	layers       []layerDev
-	scratch      device.Ptr // one dequantized Linear (GEMM dtype)
-	x, h, proj   device.Ptr // [T][C] fp32: residual stream, norm output, projection output
-	xa           device.Ptr // [T][max(C,Q,I)] GEMM dtype: the current Linear input
-	q, att       device.Ptr // [T][Q] fp32
-	k, v         device.Ptr // [T][KV] fp32
-	gate, up     device.Ptr // [T][I] fp32
-	ids          device.Ptr // [T] int32 (device 0)
-	cos, sin     device.Ptr // [T][D/2] fp32 RoPE tables
-	embed        device.Ptr // [V][C] embedding (device 0; head device when tied)
-	embedDT      device.DType
-	finalNorm    device.Ptr // [C] fp32 (head device)
-	head         *devLinear
-	logits, base device.Ptr // [HeadRows][V] fp32
-	targets      device.Ptr // [HeadRows] int32
-	nll, kl      device.Ptr // [HeadRows] fp32
-	top          device.Ptr
-	topCap       int
-	xaSrc        device.Ptr // fp32 buffer whose plain cast xa currently holds (0: none)
-	active       bool       // holds per-window buffers
+	d             device.Device
+	first, end    int
+	layers        []layerDev
+	scratch       device.Ptr // one dequantized Linear (GEMM dtype)
+	x, h, proj    device.Ptr // [T][C] fp32: residual stream, norm output, projection output
+	xa            device.Ptr // [T][max(C,Q,I)] GEMM dtype: the current Linear input
+	q, att        device.Ptr // [T][Q] fp32
+	k, v          device.Ptr // [T][KV] fp32
+	gate, up      device.Ptr // [T][I] fp32 (I: spec.MLPWidth, the widest MLP activation)
+	moeIn, moeOut device.Ptr // [T][C] fp32: rows routed to one expert, its output (MoE models)
+	ids           device.Ptr // [T] int32 (device 0)
+	cos, sin      device.Ptr // [T][D/2] fp32 RoPE tables
+	embed         device.Ptr // [V][C] embedding (device 0; head device when tied)
+	embedDT       device.DType
+	finalNorm     device.Ptr // [C] fp32 (head device)
+	head          *devLinear
+	logits, base  device.Ptr // [HeadRows][V] fp32
+	targets       device.Ptr // [HeadRows] int32
+	nll, kl       device.Ptr // [HeadRows] fp32
+	top           device.Ptr
+	topCap        int
+	xaSrc         device.Ptr // fp32 buffer whose plain cast xa currently holds (0: none)
+	active        bool       // holds per-window buffers
 }
 
 // New loads the model described by m onto devs (layers split in order by
@@ -151,8 +158,11 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if !head.direct {
 		in.headScratch = int64(V * C * odt.Size())
 	}
-	Q, KV, I := spec.Heads*spec.HeadDim, spec.KVHeads*spec.HeadDim, spec.Intermediate
+	Q, KV, I := spec.Heads*spec.HeadDim, spec.KVHeads*spec.HeadDim, spec.MLPWidth()
 	in.act = int64(T) * (int64(3*C*4) + int64(max(C, Q, I)*odt.Size()) + int64(2*Q*4) + int64(2*KV*4) + int64(2*I*4) + 4 + int64(spec.HeadDim*4))
+	if spec.MoE != nil {
+		in.act += int64(T) * int64(2*C*4)
+	}
 	R := opt.HeadRows
 	in.logits = int64(R)*int64(V)*8 + int64(R)*(4*3+4*16)
 
@@ -298,9 +308,9 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 	n int64
 } {
 	s := b.spec
-	C, Q, KV, I, D := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.Intermediate, s.HeadDim
+	C, Q, KV, I, D := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.MLPWidth(), s.HeadDim
 	t := int64(T)
-	return []struct {
+	bufs := []struct {
 		p *device.Ptr
 		n int64
 	}{
@@ -310,6 +320,16 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 		{&ds.gate, t * int64(I) * 4}, {&ds.up, t * int64(I) * 4}, {&ds.ids, t * 4},
 		{&ds.cos, t * int64(D/2) * 4}, {&ds.sin, t * int64(D/2) * 4},
 	}
+	if s.MoE != nil {
+		bufs = append(bufs, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.moeIn, t * int64(C) * 4}, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.moeOut, t * int64(C) * 4})
+	}
+	return bufs
 }
 
 // allocAct allocates the per-window buffers for b.opt.MaxTokens tokens and
@@ -388,7 +408,7 @@ func (b *Backend) free() {
 }
 
 func (ds *devState) all() []device.Ptr {
-	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.ids, ds.cos, ds.sin,
+	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.moeIn, ds.moeOut, ds.ids, ds.cos, ds.sin,
 		ds.embed, ds.finalNorm, ds.logits, ds.base, ds.targets, ds.nll, ds.kl, ds.top}
 	for _, l := range ds.layers {
 		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm)
@@ -396,6 +416,13 @@ func (ds *devState) all() []device.Ptr {
 		for _, li := range l.lin {
 			if li != nil {
 				ps = append(ps, li.ptrs...)
+			}
+		}
+		for _, x := range l.experts {
+			for _, li := range x {
+				if li != nil {
+					ps = append(ps, li.ptrs...)
+				}
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/backendtest"
 	"github.com/qppl/qppl/backends/cuda/device"
@@ -33,7 +34,7 @@ func emuDevices(t testing.TB, n int, mem int64) []device.Device {
 
 func openModel(t testing.TB, dir string) *checkpoint.Model {
 	t.Helper()
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func testTokens(n int, vocab int, seed uint64) []int32 {
 func TestAgainstReference(t *testing.T) {
 	type tl struct{ max, mean float64 }
 	tol := map[string]tl{"fp32": {1e-4, 2e-5}, "bf16": {0.25, 0.06}, "fp16": {0.04, 0.01}}
-	for _, a := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+	for _, a := range arch.Names() {
 		dir := t.TempDir()
 		if _, err := backendtest.WriteModel(dir, a, 1); err != nil {
 			t.Fatal(err)

@@ -24,6 +24,30 @@ func ew(n int) (device.Dim3, device.Dim3) { return grid1(n) }
 // Reference: reference.linear (quant.ActQuantizer, Dequantize, Dgemm).
 func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, out, bias device.Ptr) error {
 	d := ds.d
+	if err := b.linearInput(ds, l, in, rows); err != nil {
+		return err
+	}
+	w, err := l.weight(d, ds.scratch, b.odt)
+	if err != nil {
+		return err
+	}
+	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.odt, BType: b.odt}); err != nil {
+		return fmt.Errorf("%s: %w", l.module, err)
+	}
+	if bias != 0 {
+		g, bl := ew(rows * l.out)
+		if err := d.Launch(device.KAddBiasRows, g, bl, 0, out, bias, int32(rows), int32(l.out)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linearInput prepares ds.xa, the GEMM input of l: in cast to the GEMM
+// dtype, or fake-quantized when the checkpoint prescribes activation
+// quantization (a plain cast is reused while ds.xaSrc says xa holds it).
+func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows int) error {
+	d := ds.d
 	n := rows * l.in
 	if a := l.act; a != nil {
 		err := d.Launch(device.KActQuant, device.D1(rows), device.D1(128), 0, ds.xa, int32(b.odt), in, int32(rows), int32(l.in),
@@ -38,19 +62,6 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 			return err
 		}
 		ds.xaSrc = in
-	}
-	w, err := l.weight(d, ds.scratch, b.odt)
-	if err != nil {
-		return err
-	}
-	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.odt, BType: b.odt}); err != nil {
-		return fmt.Errorf("%s: %w", l.module, err)
-	}
-	if bias != 0 {
-		g, bl := ew(rows * l.out)
-		if err := d.Launch(device.KAddBiasRows, g, bl, 0, out, bias, int32(rows), int32(l.out)); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -121,9 +132,18 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteAttnNorm, ds.h, C); err != nil {
 				return err
 			}
-			for k, out := range []device.Ptr{ds.q, ds.k, ds.v} {
-				if err := b.linear(ds, lw.lin[k], ds.h, T, out, lw.bias[k]); err != nil {
+			if f := lw.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
+				if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.q, H * D}, fusedPart{ds.k, KVH * D}, fusedPart{ds.v, KVH * D}); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
+				}
+			} else {
+				for _, p := range []struct {
+					proj arch.Proj
+					out  device.Ptr
+				}{{arch.ProjQ, ds.q}, {arch.ProjK, ds.k}, {arch.ProjV, ds.v}} {
+					if err := b.linear(ds, lw.lin[p.proj], ds.h, T, p.out, lw.bias[p.proj]); err != nil {
+						return fmt.Errorf("layer %d: %w", li, err)
+					}
 				}
 			}
 			if lw.qNorm != 0 {
@@ -148,7 +168,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 				ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt)); err != nil {
 				return err
 			}
-			if err := b.linear(ds, lw.lin[3], ds.att, T, ds.proj, lw.bias[3]); err != nil {
+			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			if err := pr(ds, li, arch.SiteAttnOut, ds.proj, C); err != nil {
@@ -165,18 +185,30 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteMLPNorm, ds.h, C); err != nil {
 				return err
 			}
-			if err := b.linear(ds, lw.lin[4], ds.h, T, ds.gate, 0); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
-			}
-			if err := b.linear(ds, lw.lin[5], ds.h, T, ds.up, 0); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
-			}
-			g, bl = ew(T * I)
-			if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
-				return err
-			}
-			if err := b.linear(ds, lw.lin[6], ds.gate, T, ds.proj, 0); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
+			if lw.experts != nil {
+				if err := b.mixture(ds, lw, T); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+			} else {
+				if f := lw.lin[arch.ProjGateUp]; f != nil { // phi3: gate, up = chunk(gate_up_proj(h), 2)
+					if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.gate, I}, fusedPart{ds.up, I}); err != nil {
+						return fmt.Errorf("layer %d: %w", li, err)
+					}
+				} else {
+					if err := b.linear(ds, lw.lin[arch.ProjGate], ds.h, T, ds.gate, 0); err != nil {
+						return fmt.Errorf("layer %d: %w", li, err)
+					}
+					if err := b.linear(ds, lw.lin[arch.ProjUp], ds.h, T, ds.up, 0); err != nil {
+						return fmt.Errorf("layer %d: %w", li, err)
+					}
+				}
+				g, bl = ew(T * I)
+				if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+					return err
+				}
+				if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
 			}
 			if err := pr(ds, li, arch.SiteMLPOut, ds.proj, C); err != nil {
 				return err
@@ -221,7 +253,7 @@ const maxKernelElems = math.MaxInt32 - 4096*256
 // checkElems refuses windows whose activation buffers the 32-bit kernels
 // cannot index (e.g. 131,072 tokens × an intermediate size of 28,672).
 func checkElems(s *arch.Spec, T int) error {
-	widest := max(s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.Intermediate)
+	widest := max(s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.MLPWidth())
 	if n := int64(T) * int64(widest); n > maxKernelElems {
 		return fmt.Errorf("%d tokens × width %d = %d activations per buffer exceed the kernels' 32-bit indexing (%d); use a shorter context", T, widest, n, maxKernelElems)
 	}

@@ -42,19 +42,29 @@ func (ld *loader) linear(al arch.Linear) (*hostLinear, error) {
 	return prepareLinear(l, ld.odt)
 }
 
-// layerVecs lists layer i's 1-D tensors with their lengths.
-func (ld *loader) layerVecs(i int) []struct {
+// vecSpec is a 1-D tensor of a layer: its name ("" when the architecture
+// lacks it), length and where it goes on the device.
+type vecSpec struct {
 	name string
 	n    int
-} {
+	dst  func(*layerDev) *device.Ptr
+}
+
+// layerVecs lists layer i's 1-D tensors (norms, then the biases by
+// arch.Proj).
+func (ld *loader) layerVecs(i int) []vecSpec {
 	s := ld.spec
 	l := s.Layer(i)
-	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	all := []struct {
-		name string
-		n    int
-	}{{l.AttnNorm, s.Hidden}, {l.MLPNorm, s.Hidden}, {l.QNorm, s.HeadDim}, {l.KNorm, s.HeadDim},
-		{l.QBias, q}, {l.KBias, kv}, {l.VBias, kv}, {l.OBias, s.Hidden}}
+	all := []vecSpec{
+		{l.AttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.attnNorm }},
+		{l.MLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.mlpNorm }},
+		{l.QNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.qNorm }},
+		{l.KNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.kNorm }},
+	}
+	for _, al := range s.LayerLinears(i) {
+		p := al.Proj
+		all = append(all, vecSpec{l.Bias(p), al.Out, func(lw *layerDev) *device.Ptr { return &lw.bias[p] }})
+	}
 	return all
 }
 
@@ -80,9 +90,7 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, err error) {
 
 func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 	var lw layerDev
-	vecs := ld.layerVecs(i)
-	dst := []*device.Ptr{&lw.attnNorm, &lw.mlpNorm, &lw.qNorm, &lw.kNorm, &lw.bias[0], &lw.bias[1], &lw.bias[2], &lw.bias[3]}
-	for k, v := range vecs {
+	for _, v := range ld.layerVecs(i) {
 		if v.name == "" {
 			continue
 		}
@@ -90,16 +98,23 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		if err != nil {
 			return lw, err
 		}
-		if *dst[k], err = allocCopy(d, b); err != nil {
+		if *v.dst(&lw), err = allocCopy(d, b); err != nil {
 			return lw, fmt.Errorf("cuda: %s: %w", v.name, err)
 		}
 	}
-	for k, al := range ld.spec.LayerLinears(i) {
+	if ld.spec.Sparse(i) {
+		lw.experts = make([][arch.NumProj]*devLinear, ld.spec.MoE.Experts)
+	}
+	for _, al := range ld.spec.LayerLinears(i) {
 		h, err := ld.linear(al)
 		if err != nil {
 			return lw, err
 		}
-		if lw.lin[k], err = upload(d, h); err != nil {
+		dst := &lw.lin[al.Proj]
+		if al.Expert >= 0 {
+			dst = &lw.experts[al.Expert][al.Proj]
+		}
+		if *dst, err = upload(d, h); err != nil {
 			return lw, err
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/dataset/hub"
@@ -456,7 +456,7 @@ func (e *cliEvaluator) HasBase(key string) bool {
 
 func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Result, error) {
 	var r compare.Result
-	m, err := checkpoint.OpenDir(job.Model.ModelDir)
+	m, err := arch.OpenDir(job.Model.ModelDir)
 	if err != nil {
 		return r, usageErr(err)
 	}

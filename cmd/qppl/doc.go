@@ -10,7 +10,7 @@
 //	qppl tokenize --tokenizer DIR --text FILE --out FILE.i32
 //	qppl quantize --model DIR --scheme S --out DIR
 //	qppl inspect  --model DIR
-//	qppl fixture  --arch llama|mistral|qwen2|qwen3 --out DIR
+//	qppl fixture  --arch MODEL_TYPE --out DIR       (qppl fixture --help lists them)
 //	qppl merge    DIR...
 //	qppl demo
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/compare"
@@ -163,7 +164,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return usageErr(err)
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -22,10 +23,10 @@ func newFixtureCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "fixture",
 		Usage:     "write a tiny deterministic model in Hugging Face layout (bigram-initialised on the demo text, or random)",
-		UsageText: "qppl fixture --arch llama|mistral|qwen2|qwen3 [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
+		UsageText: "qppl fixture --arch " + strings.Join(fixtures.Architectures(), "|") + " [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
 		Before:    requireFlags("out"),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "arch", Value: "llama", Usage: "llama, mistral, qwen2 or qwen3"},
+			&cli.StringFlag{Name: "arch", Value: "llama", Usage: "model_type: " + strings.Join(fixtures.Architectures(), ", ")},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same options → byte-identical files)"},
 			&cli.StringFlag{Name: "out", Usage: "output directory (created if needed)"},
 			&cli.StringFlag{Name: "preset", Usage: "smollm2: SmolLM2-135M shape (vocab 49152, hidden 576, 30 layers, BF16); size flags still override"},
@@ -35,10 +36,10 @@ func newFixtureCmd() *cli.Command {
 			&cli.IntFlag{Name: "layers", Usage: "decoder layers", DefaultText: "2"},
 			&cli.IntFlag{Name: "heads", Usage: "attention heads", DefaultText: "4"},
 			&cli.IntFlag{Name: "kv-heads", Usage: "key/value heads", DefaultText: "2"},
-			&cli.IntFlag{Name: "head-dim", Usage: "head dimension", DefaultText: "16; qwen3: 32"},
+			&cli.IntFlag{Name: "head-dim", Usage: "head dimension", DefaultText: fixtureDefaultText(func(o fixtures.Options) string { return strconv.Itoa(o.HeadDim) })},
 			&cli.IntFlag{Name: "max-pos", Usage: "max_position_embeddings", DefaultText: "2048"},
 			&cli.StringFlag{Name: "dtype", Usage: "f32 or bf16", DefaultText: "f32"},
-			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (--tied=false to untie)", DefaultText: "true for llama and qwen3"},
+			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (--tied=false to untie)", DefaultText: fixtureDefaultText(func(o fixtures.Options) string { return strconv.FormatBool(o.Tied) })},
 			&cli.StringFlag{Name: "init", Usage: "random, or bigram: build the model to compute a bigram model of the demo text, for a realistic PPL and KL", DefaultText: "bigram when vocab ≤ 2048 and, for a tied head, intermediate ≥ hidden; random otherwise"},
 		},
 		Action: func(c *cli.Context) error {
@@ -49,6 +50,32 @@ func newFixtureCmd() *cli.Command {
 			return fixtureRun(c, o)
 		},
 	}
+}
+
+// fixtureDefaultText describes a per-architecture default of the fixture
+// options: "16; qwen3: 32" (the most common value, then the exceptions).
+func fixtureDefaultText(val func(fixtures.Options) string) string {
+	count := map[string]int{}
+	vals := map[string]string{}
+	for _, a := range fixtures.Architectures() {
+		if o, err := fixtures.Defaults(a); err == nil {
+			vals[a] = val(o)
+			count[vals[a]]++
+		}
+	}
+	common := ""
+	for _, a := range fixtures.Architectures() {
+		if v := vals[a]; count[v] > count[common] {
+			common = v
+		}
+	}
+	text := common
+	for _, a := range fixtures.Architectures() {
+		if vals[a] != common {
+			text += "; " + a + ": " + vals[a]
+		}
+	}
+	return text
 }
 
 // fixtureOptionsFrom turns flags into options: the architecture's (or the

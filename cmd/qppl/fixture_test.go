@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/arch"
 )
 
 func TestFixtureCmd(t *testing.T) {
@@ -17,7 +17,7 @@ func TestFixtureCmd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/quant"
 )
 
@@ -29,7 +29,7 @@ func newInspectCmd() *cli.Command {
 }
 
 func inspectRun(w io.Writer, dir string, asJSON bool) error {
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/dataset"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/internal/oracle"
@@ -58,7 +58,7 @@ func TestEvalMatchesOracle(t *testing.T) {
 				got[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
 			}
 
-			m, err := checkpoint.OpenDir(dir)
+			m, err := arch.OpenDir(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/fixtures/quantizer"
 	"github.com/qppl/qppl/quant"
 )
@@ -49,7 +49,7 @@ func quantizeRun(c *cli.Context, o quantizeOptions) error {
 	if err := quantizer.Quantize(o.Model, o.Out, o.Scheme, o.Opt); err != nil {
 		return usageErr(err)
 	}
-	m, err := checkpoint.OpenDir(o.Out)
+	m, err := arch.OpenDir(o.Out)
 	if err != nil {
 		return err
 	}

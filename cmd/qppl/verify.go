@@ -108,7 +108,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if o.Stride == 0 {
 		o.Stride = o.Ctx
 	}
-	m, err := checkpoint.OpenDir(o.Model)
+	m, err := arch.OpenDir(o.Model)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -202,7 +202,7 @@ func probeWindows(n int) int {
 }
 
 // hasActQuant reports whether the checkpoint quantizes Linear inputs at run
-// time (checked on layer 0's q_proj, as quantization_config applies to
+// time (checked on layer 0's first Linear, as quantization_config applies to
 // every decoder Linear of these formats).
 func hasActQuant(m *checkpoint.Model, spec *arch.Spec) (bool, error) {
 	sc, err := quant.Parse(m.Config)
@@ -212,7 +212,7 @@ func hasActQuant(m *checkpoint.Model, spec *arch.Spec) (bool, error) {
 	if spec.Layers == 0 {
 		return false, nil
 	}
-	l, err := sc.Linear(m, spec.Layer(0).Q)
+	l, err := sc.Linear(m, spec.LayerLinears(0)[0].Module) // q_proj, or a fused qkv_proj
 	if err != nil {
 		return false, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/qppl/qppl/backends/cuda"
 	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/backends/cuda/emu"
-	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/reference"
 )
 
@@ -23,7 +22,7 @@ func setup(t *testing.T, archName, prec string) (backends.Backend, backends.Back
 	if _, err := backendtest.WriteModel(dir, archName, 2); err != nil {
 		t.Fatal(err)
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

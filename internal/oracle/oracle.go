@@ -44,7 +44,7 @@ func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) (
 			return nil, err
 		}
 		last := hidden[p]
-		if opt.InputQuant != nil && !cfg.TieWordEmbeddings {
+		if opt.InputQuant != nil && !net.tied {
 			flat := make([]float64, 0, (p+1)*net.hidden)
 			for _, r := range hidden {
 				flat = append(flat, r...)
@@ -75,48 +75,41 @@ type block struct {
 	gate, up, down   matrix
 	qb, kb, vb, ob   []float64
 	qn, kn           []float64
+	// A mixture-of-experts layer has a router and experts instead of
+	// gate, up, down.
+	router  matrix
+	experts []expert
 }
+
+// expert is one SiLU-gated MLP of a mixture of experts.
+type expert struct{ gate, up, down matrix }
 
 type network struct {
 	vocab, hidden, heads, kvHeads, headDim int
 	eps                                    float64
+	tied                                   bool
 	freqs                                  []float64
 	embed                                  [][]float64
 	blocks                                 []block
 	finalNorm                              []float64
 	head                                   [][]float64
+	moe                                    *checkpoint.MoE
 }
 
 func load(cfg *checkpoint.Config, get Getter) (*network, error) {
-	if cfg == nil {
-		return nil, fmt.Errorf("oracle: nil config")
+	st, err := readSettings(cfg)
+	if err != nil {
+		return nil, err
 	}
 	n := &network{
-		vocab: cfg.VocabSize, hidden: cfg.HiddenSize, heads: cfg.NumAttentionHeads,
-		kvHeads: cfg.NumKeyValueHeads, headDim: cfg.HeadDim, eps: cfg.RMSNormEps,
+		vocab: st.vocab, hidden: st.hidden, heads: st.heads,
+		kvHeads: st.kvHeads, headDim: st.headDim, eps: st.eps, tied: st.tied, moe: st.moe,
 	}
-	if n.kvHeads == 0 {
-		n.kvHeads = n.heads
-	}
-	if n.headDim == 0 && n.heads > 0 {
-		n.headDim = n.hidden / n.heads
-	}
-	if n.vocab <= 0 || n.hidden <= 0 || n.heads <= 0 || n.kvHeads <= 0 || n.headDim <= 0 || n.headDim%2 == 1 || n.heads%n.kvHeads != 0 || cfg.IntermediateSize <= 0 || cfg.NumHiddenLayers <= 0 {
+	if n.vocab <= 0 || n.hidden <= 0 || n.heads <= 0 || n.kvHeads <= 0 || n.headDim <= 0 || n.headDim%2 == 1 || n.heads%n.kvHeads != 0 || st.inter <= 0 || st.layers <= 0 {
 		return nil, fmt.Errorf("oracle: inconsistent sizes in config")
 	}
-	var qkvBias, oBias, qkNorm bool
-	switch cfg.ModelType {
-	case "llama", "mistral":
-		qkvBias, oBias = cfg.AttentionBias, cfg.AttentionBias
-	case "qwen2":
-		qkvBias = true
-	case "qwen3":
-		qkvBias, oBias, qkNorm = cfg.AttentionBias, cfg.AttentionBias, true
-	default:
-		return nil, fmt.Errorf("oracle: unsupported model_type %q", cfg.ModelType)
-	}
-	var err error
-	if n.freqs, err = inverseFrequencies(cfg, n.headDim); err != nil {
+	qkvBias, oBias, qkNorm := st.qkvBias, st.oBias, st.qkNorm
+	if n.freqs, err = inverseFrequencies(&checkpoint.Config{RopeTheta: st.theta, RopeScaling: st.rope}, n.headDim); err != nil {
 		return nil, err
 	}
 	mat := func(name string, rows, cols int) ([][]float64, error) {
@@ -150,7 +143,7 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	if n.embed, err = mat("model.embed_tokens.weight", n.vocab, n.hidden); err != nil {
 		return nil, err
 	}
-	if cfg.TieWordEmbeddings {
+	if n.tied {
 		n.head = n.embed
 	} else if n.head, err = mat("lm_head.weight", n.vocab, n.hidden); err != nil {
 		return nil, err
@@ -158,21 +151,57 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	if n.finalNorm, err = vector("model.norm.weight", n.hidden); err != nil {
 		return nil, err
 	}
-	qOut, kvOut, inter := n.heads*n.headDim, n.kvHeads*n.headDim, cfg.IntermediateSize
-	n.blocks = make([]block, cfg.NumHiddenLayers)
+	qOut, kvOut, inter := n.heads*n.headDim, n.kvHeads*n.headDim, st.inter
+	n.blocks = make([]block, st.layers)
 	for i := range n.blocks {
 		b := &n.blocks[i]
 		pre := fmt.Sprintf("model.layers.%d.", i)
 		steps := []func() error{
 			func() (e error) { b.inNorm, e = vector(pre+"input_layernorm.weight", n.hidden); return },
 			func() (e error) { b.postNorm, e = vector(pre+"post_attention_layernorm.weight", n.hidden); return },
-			func() (e error) { b.q, e = linear(pre+"self_attn.q_proj", qOut, n.hidden); return },
-			func() (e error) { b.k, e = linear(pre+"self_attn.k_proj", kvOut, n.hidden); return },
-			func() (e error) { b.v, e = linear(pre+"self_attn.v_proj", kvOut, n.hidden); return },
 			func() (e error) { b.o, e = linear(pre+"self_attn.o_proj", n.hidden, qOut); return },
-			func() (e error) { b.gate, e = linear(pre+"mlp.gate_proj", inter, n.hidden); return },
-			func() (e error) { b.up, e = linear(pre+"mlp.up_proj", inter, n.hidden); return },
-			func() (e error) { b.down, e = linear(pre+"mlp.down_proj", n.hidden, inter); return },
+		}
+		if st.modelType == "phi3" {
+			// Phi3Attention: qkv_proj's rows are q, then k, then v.
+			steps = append(steps, func() (e error) {
+				f, e := linear(pre+"self_attn.qkv_proj", qOut+2*kvOut, n.hidden)
+				b.q, b.k, b.v = rowsOf(f, 0, qOut), rowsOf(f, qOut, kvOut), rowsOf(f, qOut+kvOut, kvOut)
+				return e
+			})
+		} else {
+			steps = append(steps,
+				func() (e error) { b.q, e = linear(pre+"self_attn.q_proj", qOut, n.hidden); return },
+				func() (e error) { b.k, e = linear(pre+"self_attn.k_proj", kvOut, n.hidden); return },
+				func() (e error) { b.v, e = linear(pre+"self_attn.v_proj", kvOut, n.hidden); return })
+		}
+		if n.moe != nil && n.moe.Sparse[i] {
+			// Qwen3MoeSparseMoeBlock: mlp.gate and mlp.experts.{e}.*_proj.
+			ne, w := n.moe.Experts, n.moe.Intermediate
+			router, gate, up, down := expertNames(st.modelType)
+			b.experts = make([]expert, ne)
+			steps = append(steps, func() (e error) { b.router, e = linear(pre+router, ne, n.hidden); return })
+			for e := range b.experts {
+				x := &b.experts[e]
+				g, u, d := pre+fmt.Sprintf(gate, e), pre+fmt.Sprintf(up, e), pre+fmt.Sprintf(down, e)
+				steps = append(steps,
+					func() (err error) { x.gate, err = linear(g, w, n.hidden); return },
+					func() (err error) { x.up, err = linear(u, w, n.hidden); return },
+					func() (err error) { x.down, err = linear(d, n.hidden, w); return })
+			}
+		} else if st.modelType == "phi3" {
+			// Phi3MLP: gate, up = gate_up_proj(x).chunk(2): gate rows first.
+			steps = append(steps,
+				func() (e error) {
+					f, e := linear(pre+"mlp.gate_up_proj", 2*inter, n.hidden)
+					b.gate, b.up = rowsOf(f, 0, inter), rowsOf(f, inter, inter)
+					return e
+				},
+				func() (e error) { b.down, e = linear(pre+"mlp.down_proj", n.hidden, inter); return })
+		} else {
+			steps = append(steps,
+				func() (e error) { b.gate, e = linear(pre+"mlp.gate_proj", inter, n.hidden); return },
+				func() (e error) { b.up, e = linear(pre+"mlp.up_proj", inter, n.hidden); return },
+				func() (e error) { b.down, e = linear(pre+"mlp.down_proj", n.hidden, inter); return })
 		}
 		if qkvBias {
 			steps = append(steps,
@@ -323,21 +352,12 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 			}
 			normed[t] = rms(xs[t], b.postNorm, n.eps)
 		}
-		g, err := apply(b.gate, nil, normed, opt)
-		if err != nil {
-			return nil, err
+		var mlp [][]float64
+		if b.experts != nil {
+			mlp, err = n.mixture(b, normed, opt)
+		} else {
+			mlp, err = swiglu(b.gate, b.up, b.down, normed, opt)
 		}
-		u, err := apply(b.up, nil, normed, opt)
-		if err != nil {
-			return nil, err
-		}
-		for t := range g {
-			for c := range g[t] {
-				sig := 1 / (1 + math.Exp(-g[t][c]))
-				g[t][c] = g[t][c] * sig * u[t][c]
-			}
-		}
-		mlp, err := apply(b.down, nil, g, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -351,6 +371,100 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 		xs[t] = rms(xs[t], n.finalNorm, n.eps)
 	}
 	return xs, nil
+}
+
+// rowsOf returns rows [r0, r0+n) of a fused matrix, under the fused
+// module's name (so an input quantizer sees the module the checkpoint
+// names).
+func rowsOf(m matrix, r0, n int) matrix {
+	if m.rows == nil {
+		return matrix{name: m.name}
+	}
+	return matrix{name: m.name, rows: m.rows[r0 : r0+n]}
+}
+
+// swiglu is down(silu(gate(x)) · up(x)) for every row.
+func swiglu(gate, up, down matrix, in [][]float64, opt Options) ([][]float64, error) {
+	g, err := apply(gate, nil, in, opt)
+	if err != nil {
+		return nil, err
+	}
+	u, err := apply(up, nil, in, opt)
+	if err != nil {
+		return nil, err
+	}
+	for t := range g {
+		for c := range g[t] {
+			sig := 1 / (1 + math.Exp(-g[t][c]))
+			g[t][c] = g[t][c] * sig * u[t][c]
+		}
+	}
+	return apply(down, nil, g, opt)
+}
+
+// mixture is Qwen3MoeSparseMoeBlock: each row's router probabilities
+// (softmax of mlp.gate), its top-k experts (pick picks them one by one,
+// the lower index winning a tie), weights renormalised when norm_topk_prob,
+// and the weighted sum of those experts' outputs, added in expert order.
+// Each expert runs on exactly the rows routed to it, so that an
+// activation quantizer sees what transformers passes it.
+func (n *network) mixture(b block, in [][]float64, opt Options) ([][]float64, error) {
+	logits, err := apply(b.router, nil, in, opt)
+	if err != nil {
+		return nil, err
+	}
+	k := n.moe.TopK
+	weight := make([]map[int]float64, len(in)) // row → expert → routing weight
+	for t, l := range logits {
+		p := logSoftmax(l)
+		for i := range p {
+			p[i] = math.Exp(p[i])
+		}
+		weight[t] = map[int]float64{}
+		var sum float64
+		for range k {
+			best := -1
+			for e, v := range p {
+				if _, taken := weight[t][e]; !taken && (best < 0 || v > p[best]) {
+					best = e
+				}
+			}
+			weight[t][best] = p[best]
+			sum += p[best]
+		}
+		if n.moe.NormTopK {
+			for e := range weight[t] {
+				weight[t][e] /= sum
+			}
+		}
+	}
+	out := make([][]float64, len(in))
+	for t := range out {
+		out[t] = make([]float64, n.hidden)
+	}
+	for e, x := range b.experts {
+		var rows []int
+		var sub [][]float64
+		for t := range in {
+			if _, ok := weight[t][e]; ok {
+				rows = append(rows, t)
+				sub = append(sub, in[t])
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		y, err := swiglu(x.gate, x.up, x.down, sub, opt)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range rows {
+			for c := range out[t] {
+				out[t][c] += weight[t][e] * y[i][c]
+			}
+		}
+	}
+	return out, nil
 }
 
 // rotate applies rotate-half RoPE at position pos to one head vector.

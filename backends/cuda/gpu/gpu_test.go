@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/backendtest"
 	"github.com/qppl/qppl/backends/cuda"
@@ -35,7 +36,7 @@ func openGPU(t *testing.T) *gpu.Device {
 
 func openModel(t *testing.T, dir string) *checkpoint.Model {
 	t.Helper()
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

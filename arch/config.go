@@ -1,0 +1,202 @@
+package arch
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/qppl/qppl/checkpoint"
+)
+
+// OpenDir opens a model directory with checkpoint.OpenDir and replaces its
+// Config by the resolved one (ParseConfig), so that an unsupported family
+// or an inconsistent config.json fails here, before any work.
+func OpenDir(dir string) (*checkpoint.Model, error) {
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Resolve(m.Config)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.Config = c
+	return m, nil
+}
+
+// LoadConfig reads and resolves the config.json of a model directory.
+func LoadConfig(dir string) (*checkpoint.Config, error) {
+	c, err := checkpoint.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	return Resolve(c)
+}
+
+// ParseConfig parses config.json with the defaults and quirks of its
+// family's declaration; name is used in error messages. Every error wraps
+// checkpoint.ErrConfig.
+//
+// Required keys: model_type (one of Names), vocab_size, hidden_size,
+// intermediate_size, num_hidden_layers, num_attention_heads. The others
+// take the transformers constructor defaults of the family (Family.Defaults):
+// mistral has 8 key/value heads by default, qwen2 32, qwen3 32 with head_dim
+// 128; llama and mistral derive head_dim as hidden_size/num_attention_heads.
+// A JSON null means "absent", as in transformers. rope_scaling (key
+// "rope_type" or legacy "type") may be default, linear or llama3; the
+// transformers v5 "rope_parameters" object is read the same way.
+func ParseConfig(data []byte, name string) (*checkpoint.Config, error) {
+	c, err := checkpoint.ParseConfig(data, name)
+	if err != nil {
+		return nil, err
+	}
+	return Resolve(c)
+}
+
+// Resolve returns the config of c's family with its defaults and quirks
+// applied, read from c.Raw. A config already resolved, or built in code
+// (Raw nil), is returned as it is.
+func Resolve(c *checkpoint.Config) (*checkpoint.Config, error) {
+	if c == nil || c.Resolved || c.Raw == nil {
+		return c, nil
+	}
+	name := c.Path
+	r := checkpoint.NewConfigReader(name, c.Raw)
+	out := &checkpoint.Config{Raw: c.Raw, Path: c.Path, Resolved: true}
+	out.ModelType = r.Str("model_type", "")
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if out.ModelType == "" {
+		return nil, fmt.Errorf("%w: %s: missing model_type (supported: %s)", checkpoint.ErrConfig, name, strings.Join(Names(), ", "))
+	}
+	fam, ok := Lookup(out.ModelType)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: unsupported model_type %q (supported: %s)", checkpoint.ErrConfig, name, out.ModelType, strings.Join(Names(), ", "))
+	}
+	if err := readCommon(r, out, fam.Defaults); err != nil {
+		return nil, err
+	}
+	if fam.Quirks != nil {
+		fam.Quirks(r, out)
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if err := readRope(r, out); err != nil {
+		return nil, err
+	}
+	if err := checkpoint.ReadHeader(r, out); err != nil {
+		return nil, err
+	}
+	if err := out.CheckSizes(name); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readCommon reads the keys every supported family shares, with the
+// family's defaults d.
+func readCommon(r *checkpoint.ConfigReader, c *checkpoint.Config, d Defaults) error {
+	name := r.Name()
+	c.VocabSize = r.Required("vocab_size")
+	c.HiddenSize = r.Required("hidden_size")
+	c.IntermediateSize = r.Required("intermediate_size")
+	c.NumHiddenLayers = r.Required("num_hidden_layers")
+	c.NumAttentionHeads = r.Required("num_attention_heads")
+	if err := r.Err(); err != nil {
+		return err
+	}
+	kvDefault := d.KVHeads
+	if kvDefault == 0 {
+		kvDefault = c.NumAttentionHeads
+	}
+	// A key given as null takes the None branch of the transformers
+	// constructor; an absent key takes the constructor's default.
+	if r.IsNull("num_key_value_heads") {
+		kvDefault = c.NumAttentionHeads
+	}
+	c.NumKeyValueHeads = r.Positive("num_key_value_heads", kvDefault)
+	hdDefault := d.HeadDim
+	if hdDefault == 0 || r.IsNull("head_dim") {
+		if c.HiddenSize%c.NumAttentionHeads != 0 {
+			hdDefault = -1 // only an error when head_dim is absent
+		} else {
+			hdDefault = c.HiddenSize / c.NumAttentionHeads
+		}
+	}
+	c.HeadDim = r.Int("head_dim", hdDefault)
+	if r.Err() == nil && c.HeadDim == -1 {
+		return fmt.Errorf("%w: %s: hidden_size %d is not divisible by num_attention_heads %d (and no head_dim is given)", checkpoint.ErrConfig, name, c.HiddenSize, c.NumAttentionHeads)
+	}
+	c.MaxPositionEmbeddings = r.Positive("max_position_embeddings", d.MaxPos)
+	c.RMSNormEps = r.Float("rms_norm_eps", d.Eps)
+	c.RopeTheta = r.Float("rope_theta", d.Theta)
+	c.TieWordEmbeddings = r.Bool("tie_word_embeddings", d.Tie)
+	c.AttentionBias = r.Bool("attention_bias", d.AttnBias)
+	c.HiddenAct = r.Str("hidden_act", "silu")
+	return r.Err()
+}
+
+// readRope reads rope_scaling (or transformers v5 rope_parameters) into
+// c.RopeScaling: nil for the default RoPE, else linear or llama3 (see
+// RopeInvFreq).
+func readRope(r *checkpoint.ConfigReader, c *checkpoint.Config) error {
+	key := "rope_scaling"
+	if r.Get(key) == nil {
+		key = "rope_parameters"
+		if r.Get(key) == nil {
+			return nil
+		}
+	}
+	sp := r.Sub(key)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	typ := sp.Str("rope_type", "")
+	if typ == "" {
+		typ = sp.Str("type", "")
+	}
+	if key == "rope_parameters" && sp.Has("rope_theta") {
+		c.RopeTheta = sp.Float("rope_theta", c.RopeTheta)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	rs := &checkpoint.RopeScaling{Type: typ}
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", checkpoint.ErrConfig, r.Name(), fmt.Sprintf(f, a...))
+	}
+	switch typ {
+	case "", "default":
+		return nil // v5 always writes rope_parameters; default means none
+	case "linear":
+		rs.Factor = sp.RequiredFloat("factor")
+		if r.Err() == nil && !(rs.Factor > 0) {
+			return bad("%s.factor must be positive, got %v", key, rs.Factor)
+		}
+	case "llama3":
+		rs.Factor = sp.RequiredFloat("factor")
+		rs.LowFreqFactor = sp.RequiredFloat("low_freq_factor")
+		rs.HighFreqFactor = sp.RequiredFloat("high_freq_factor")
+		rs.OriginalMaxPositionEmbeddings = sp.Required("original_max_position_embeddings")
+		if err := r.Err(); err != nil {
+			return err
+		}
+		switch {
+		case !(rs.Factor > 0):
+			return bad("%s.factor must be positive, got %v", key, rs.Factor)
+		case !(rs.LowFreqFactor > 0):
+			return bad("%s.low_freq_factor must be positive, got %v", key, rs.LowFreqFactor)
+		case !(rs.HighFreqFactor > rs.LowFreqFactor):
+			return bad("%s.high_freq_factor %v must exceed low_freq_factor %v", key, rs.HighFreqFactor, rs.LowFreqFactor)
+		}
+	default:
+		return bad("unsupported %s type %q (supported: default, linear, llama3)", key, typ)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	c.RopeScaling = rs
+	return nil
+}

@@ -1,0 +1,112 @@
+package arch
+
+import (
+	"slices"
+
+	"github.com/qppl/qppl/checkpoint"
+)
+
+// Family declares one model_type: everything qppl knows about it. Each
+// supported family is one file of this package (llama.go, mistral.go, ...)
+// holding one function that returns its declaration; Families lists them.
+// Nothing else in qppl names a family: config parsing, the tensor names
+// and optional weights of Spec, the fixtures, the conformance suite and the
+// CLI help all read these declarations.
+type Family struct {
+	// Name is config.json's model_type.
+	Name string
+	// Class is config.json's architectures entry (LlamaForCausalLM).
+	Class string
+	// Defaults are the constructor defaults of the family's transformers
+	// config class for the keys that may be absent.
+	Defaults Defaults
+	// Quirks reads the family's own config keys into c after the common ones
+	// (attention_bias, mlp_bias, sliding-window rules). Errors go to r.
+	Quirks func(r *checkpoint.ConfigReader, c *checkpoint.Config)
+	// Layout says which optional weights a resolved config has.
+	Layout func(c *checkpoint.Config) Layout
+	// MoENames names the tensors of a mixture-of-experts MLP (families
+	// whose Quirks set Config.MoE).
+	MoENames MoENames
+	// Fixture is the small realistic checkpoint package fixtures writes.
+	Fixture Fixture
+}
+
+// MoENames are the module names of a mixture-of-experts layer, relative to
+// "model.layers.{i}.": the router is Block.Router, expert e's projections
+// Block.experts.{e}.{Gate,Up,Down}.
+type MoENames struct {
+	Block, Router, Gate, Up, Down string
+}
+
+// Defaults are a config class's constructor defaults.
+type Defaults struct {
+	KVHeads  int // num_key_value_heads; 0: num_attention_heads
+	HeadDim  int // head_dim; 0: hidden_size / num_attention_heads
+	MaxPos   int // max_position_embeddings
+	Eps      float64
+	Theta    float64
+	Tie      bool // tie_word_embeddings
+	AttnBias bool // attention_bias
+}
+
+// Layout is the set of optional weights of a decoder layer.
+type Layout struct {
+	QKVBias bool // bias on q_proj, k_proj and v_proj
+	OBias   bool // bias on o_proj
+	QKNorm  bool // RMSNorm over each head of q and k before RoPE (q_norm, k_norm)
+	// FusedQKV: one self_attn.qkv_proj [(heads+2·kv_heads)·head_dim, hidden]
+	// whose output columns are q, k, v in that order (phi3).
+	FusedQKV bool
+	// FusedGateUp: one mlp.gate_up_proj [2·intermediate, hidden] whose
+	// output columns are gate then up (phi3).
+	FusedGateUp bool
+}
+
+// Fixture describes the small checkpoint that package fixtures (and the
+// conformance suite) writes for a family: real config keys and tensor
+// names, the shape chosen so that every optional feature is exercised.
+type Fixture struct {
+	// Tied is the default tie_word_embeddings of the fixture.
+	Tied bool
+	// HeadDim, when not 0, is the fixture's head_dim (chosen ≠ hidden/heads
+	// for families that read head_dim from config.json).
+	HeadDim int
+	// OmitStandardHeadDim leaves head_dim out of config.json when it equals
+	// hidden/heads (real configs of the family have no such key).
+	OmitStandardHeadDim bool
+	// Config returns the family's own config.json keys for a fixture of
+	// the given shape (norm eps, RoPE, window keys, biases, ...).
+	Config func(s FixtureShape) map[string]any
+}
+
+// FixtureShape is what a family's fixture config may depend on.
+type FixtureShape struct {
+	Layers int
+	MaxPos int
+}
+
+// Families returns every supported family, in the order of Names.
+func Families() []Family {
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3()}
+}
+
+// Names returns the supported model_type values.
+func Names() []string {
+	fs := Families()
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Lookup returns the family named by model_type.
+func Lookup(name string) (Family, bool) {
+	fs := Families()
+	i := slices.IndexFunc(fs, func(f Family) bool { return f.Name == name })
+	if i < 0 {
+		return Family{}, false
+	}
+	return fs[i], true
+}

@@ -1,0 +1,120 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/backends/cuda/device"
+)
+
+// mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
+// the normed rows ds.h into ds.proj. Reference: reference.mixture.
+//
+// The router logits come from a GEMM on the device and go to the host
+// ([T][experts] fp32), which computes the softmax in float64, picks the
+// top k (the lower expert index first on a tie, as the reference and the
+// oracle do) and renormalises when norm_topk_prob. Each chosen expert then
+// runs on the device over exactly its rows: they are gathered on the host
+// into moeIn, the expert's gate/up GEMMs, silu_mul and down GEMM run as for
+// a dense MLP, and its output rows come back to be added, weighted, in
+// expert order into an fp32 accumulator that is uploaded to ds.proj.
+//
+// The gather and the weighted scatter go through the host (2·T·C·4 bytes
+// per chosen expert): correct on every device, and a known cost on a GPU
+// until device-side gather/scatter kernels replace them.
+func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
+	s := b.spec
+	d := ds.d
+	C, E, k, W := s.Hidden, s.MoE.Experts, s.MoE.TopK, s.MoE.Intermediate
+	ds.xaSrc = 0
+	if err := b.linear(ds, lw.lin[arch.ProjRouter], ds.h, T, ds.gate, 0); err != nil {
+		return err
+	}
+	buf := make([]byte, T*max(E, C)*4)
+	if err := d.CopyOut(buf[:T*E*4], ds.gate); err != nil {
+		return err
+	}
+	type route struct {
+		row int
+		w   float32
+	}
+	routes := make([][]route, E)
+	p := make([]float64, E)
+	order := make([]int, E)
+	for t := 0; t < T; t++ {
+		mx := math.Inf(-1)
+		for e := range p {
+			p[e] = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*(t*E+e):])))
+			mx = max(mx, p[e])
+		}
+		var sum float64
+		for e, v := range p {
+			p[e] = math.Exp(v - mx)
+			sum += p[e]
+		}
+		for e := range p {
+			p[e] /= sum
+			order[e] = e
+		}
+		sort.SliceStable(order, func(a, c int) bool { return p[order[a]] > p[order[c]] })
+		var top float64
+		for _, e := range order[:k] {
+			top += p[e]
+		}
+		for _, e := range order[:k] {
+			w := p[e]
+			if s.MoE.NormTopK {
+				w /= top
+			}
+			routes[e] = append(routes[e], route{t, float32(w)})
+		}
+	}
+	h := make([]byte, T*C*4)
+	if err := d.CopyOut(h, ds.h); err != nil {
+		return err
+	}
+	acc := make([]float32, T*C)
+	for e, rs := range routes {
+		if len(rs) == 0 {
+			continue
+		}
+		n := len(rs)
+		in := buf[:n*C*4]
+		for i, r := range rs {
+			copy(in[i*C*4:(i+1)*C*4], h[r.row*C*4:(r.row+1)*C*4])
+		}
+		if err := d.CopyIn(ds.moeIn, in); err != nil {
+			return err
+		}
+		x := &lw.experts[e]
+		ds.xaSrc = 0
+		if err := b.linear(ds, x[arch.ProjGate], ds.moeIn, n, ds.gate, 0); err != nil {
+			return fmt.Errorf("expert %d: %w", e, err)
+		}
+		if err := b.linear(ds, x[arch.ProjUp], ds.moeIn, n, ds.up, 0); err != nil {
+			return fmt.Errorf("expert %d: %w", e, err)
+		}
+		g, bl := ew(n * W)
+		if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(n*W)); err != nil {
+			return err
+		}
+		if err := b.linear(ds, x[arch.ProjDown], ds.gate, n, ds.moeOut, 0); err != nil {
+			return fmt.Errorf("expert %d: %w", e, err)
+		}
+		y := buf[:n*C*4]
+		if err := d.CopyOut(y, ds.moeOut); err != nil {
+			return err
+		}
+		for i, r := range rs {
+			dst := acc[r.row*C : (r.row+1)*C]
+			for c := range dst {
+				dst[c] += r.w * math.Float32frombits(binary.LittleEndian.Uint32(y[4*(i*C+c):]))
+			}
+		}
+	}
+	ds.xaSrc = 0
+	return d.CopyIn(ds.proj, f32Bytes(acc))
+}

@@ -1,0 +1,241 @@
+package oracle
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/qppl/qppl/checkpoint"
+)
+
+// settings is what the oracle needs from config.json, resolved by the
+// oracle's own reading of the transformers config classes (written apart
+// from package arch, and checked against its declarations by
+// TestSettingsMatchArch, so that a wrong default in one shows up as a
+// disagreement).
+type settings struct {
+	modelType                    string
+	vocab, hidden, inter, layers int
+	heads, kvHeads, headDim      int
+	eps, theta                   float64
+	rope                         *checkpoint.RopeScaling
+	tied                         bool
+	qkvBias, oBias, qkNorm       bool
+	moe                          *checkpoint.MoE // nil: dense
+}
+
+// familyDefaults are the constructor defaults of LlamaConfig,
+// MistralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig and
+// MixtralConfig (transformers models/<name>/configuration_<name>.py) that
+// the oracle reads: key/value heads (0: num_attention_heads), head_dim (0:
+// hidden/heads), rms_norm_eps and rope_theta.
+func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64, ok bool) {
+	switch modelType {
+	case "llama":
+		return 0, 0, 1e-6, 1e4, true
+	case "mistral":
+		return 8, 0, 1e-6, 1e4, true
+	case "qwen2":
+		return 32, 0, 1e-6, 1e4, true
+	case "qwen3":
+		return 32, 128, 1e-6, 1e4, true
+	case "qwen3_moe":
+		return 4, 0, 1e-6, 1e4, true // Qwen3MoeConfig has no head_dim: getattr falls back to hidden/heads
+	case "mixtral":
+		return 8, 0, 1e-5, 1e6, true
+	case "phi3":
+		return 0, 0, 1e-5, 1e4, true
+	}
+	return 0, 0, 0, 0, false
+}
+
+// expertNames are the module names of a mixture-of-experts layer under
+// "model.layers.{i}.": Qwen3MoeSparseMoeBlock (mlp.gate,
+// mlp.experts.{e}.{gate,up,down}_proj) and MixtralSparseMoeBlock
+// (block_sparse_moe.gate, block_sparse_moe.experts.{e}.{w1,w3,w2}).
+func expertNames(modelType string) (router, gate, up, down string) {
+	if modelType == "mixtral" {
+		return "block_sparse_moe.gate", "block_sparse_moe.experts.%d.w1", "block_sparse_moe.experts.%d.w3", "block_sparse_moe.experts.%d.w2"
+	}
+	return "mlp.gate", "mlp.experts.%d.gate_proj", "mlp.experts.%d.up_proj", "mlp.experts.%d.down_proj"
+}
+
+// readSettings reads cfg. A config with its raw JSON (cfg.Raw) is read from
+// that JSON alone, whatever its resolved fields say; a config built in
+// code (Raw nil) is taken field by field.
+func readSettings(cfg *checkpoint.Config) (settings, error) {
+	if cfg == nil {
+		return settings{}, fmt.Errorf("oracle: nil config")
+	}
+	if cfg.Raw == nil {
+		s := settings{
+			modelType: cfg.ModelType, vocab: cfg.VocabSize, hidden: cfg.HiddenSize, inter: cfg.IntermediateSize,
+			layers: cfg.NumHiddenLayers, heads: cfg.NumAttentionHeads, kvHeads: cfg.NumKeyValueHeads,
+			headDim: cfg.HeadDim, eps: cfg.RMSNormEps, theta: cfg.RopeTheta, rope: cfg.RopeScaling,
+			tied: cfg.TieWordEmbeddings,
+		}
+		if s.kvHeads == 0 {
+			s.kvHeads = s.heads
+		}
+		if s.headDim == 0 && s.heads > 0 {
+			s.headDim = s.hidden / s.heads
+		}
+		s.moe = cfg.MoE
+		return s, s.layout(cfg.AttentionBias)
+	}
+	raw := cfg.Raw
+	var s settings
+	str := func(key string) string {
+		var v string
+		_ = json.Unmarshal(raw[key], &v)
+		return v
+	}
+	// num reads a number; has reports a non-null value.
+	has := func(key string) bool { v, ok := raw[key]; return ok && string(v) != "null" }
+	num := func(key string, def float64) float64 {
+		if !has(key) {
+			return def
+		}
+		var v float64
+		_ = json.Unmarshal(raw[key], &v)
+		return v
+	}
+	boolean := func(key string, def bool) bool {
+		if !has(key) {
+			return def
+		}
+		var v bool
+		_ = json.Unmarshal(raw[key], &v)
+		return v
+	}
+	s.modelType = str("model_type")
+	kvDef, hdDef, epsDef, thetaDef, ok := familyDefaults(s.modelType)
+	if !ok {
+		return s, fmt.Errorf("oracle: unsupported model_type %q", s.modelType)
+	}
+	s.vocab = int(num("vocab_size", 0))
+	s.hidden = int(num("hidden_size", 0))
+	s.inter = int(num("intermediate_size", 0))
+	s.layers = int(num("num_hidden_layers", 0))
+	s.heads = int(num("num_attention_heads", 0))
+	if _, present := raw["num_key_value_heads"]; kvDef == 0 || present {
+		kvDef = s.heads // absent in llama, or null: num_attention_heads
+	}
+	s.kvHeads = int(num("num_key_value_heads", float64(kvDef)))
+	if _, present := raw["head_dim"]; (hdDef == 0 || present) && s.heads > 0 {
+		hdDef = s.hidden / s.heads
+	}
+	s.headDim = int(num("head_dim", float64(hdDef)))
+	s.eps = num("rms_norm_eps", epsDef)
+	s.theta = num("rope_theta", thetaDef)
+	s.tied = boolean("tie_word_embeddings", false)
+	rope, theta, err := readRope(raw)
+	if err != nil {
+		return s, err
+	}
+	s.rope = rope
+	if theta > 0 {
+		s.theta = theta
+	}
+	if s.modelType == "qwen3_moe" {
+		// Qwen3MoeConfig defaults; Qwen3MoeDecoderLayer: layer i is sparse
+		// when i ∉ mlp_only_layers, num_experts > 0 and (i+1) % step == 0.
+		m := &checkpoint.MoE{Experts: int(num("num_experts", 128)), TopK: int(num("num_experts_per_tok", 8)),
+			Intermediate: int(num("moe_intermediate_size", 768)), NormTopK: boolean("norm_topk_prob", false)}
+		step := int(num("decoder_sparse_step", 1))
+		var only []int
+		if has("mlp_only_layers") {
+			_ = json.Unmarshal(raw["mlp_only_layers"], &only)
+		}
+		if m.Experts > 0 && step > 0 {
+			m.Sparse = make([]bool, s.layers)
+			for i := range m.Sparse {
+				m.Sparse[i] = (i+1)%step == 0 && !slices.Contains(only, i)
+			}
+			s.moe = m
+		}
+	}
+	if s.modelType == "mixtral" {
+		// MixtralDecoderLayer: every layer is a MixtralSparseMoeBlock of
+		// intermediate_size experts, weights always renormalised.
+		m := &checkpoint.MoE{Experts: int(num("num_local_experts", 8)), TopK: int(num("num_experts_per_tok", 2)),
+			Intermediate: s.inter, NormTopK: true, Sparse: make([]bool, s.layers)}
+		for i := range m.Sparse {
+			m.Sparse[i] = true
+		}
+		s.moe = m
+	}
+	if s.modelType == "phi3" {
+		f := num("partial_rotary_factor", 1)
+		var rp map[string]any
+		if has("rope_parameters") && json.Unmarshal(raw["rope_parameters"], &rp) == nil {
+			if v, ok := rp["partial_rotary_factor"].(float64); ok {
+				f = v
+			}
+		}
+		if f != 1 {
+			return s, fmt.Errorf("oracle: phi3 partial_rotary_factor %v", f)
+		}
+	}
+	bias := boolean("attention_bias", false)
+	if s.modelType == "llama" && boolean("mlp_bias", false) {
+		return s, fmt.Errorf("oracle: llama with mlp_bias")
+	}
+	return s, s.layout(bias)
+}
+
+// layout sets the optional weights of the decoder layers: LlamaAttention
+// and Qwen3Attention put attention_bias on q, k, v and o; Qwen2Attention
+// always has q, k, v biases and none on o; MistralAttention has none;
+// Qwen3Attention adds q_norm and k_norm.
+func (s *settings) layout(attentionBias bool) error {
+	switch s.modelType {
+	case "llama":
+		s.qkvBias, s.oBias = attentionBias, attentionBias
+	case "mistral", "mixtral":
+	case "phi3": // Phi3Attention: fused qkv_proj, no bias (the split is load's)
+	case "qwen2":
+		s.qkvBias = true
+	case "qwen3", "qwen3_moe":
+		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
+	default:
+		return fmt.Errorf("oracle: unsupported model_type %q", s.modelType)
+	}
+	return nil
+}
+
+// readRope reads rope_scaling, or transformers v5's rope_parameters (whose
+// rope_theta, when present, replaces the top-level one: returned as theta,
+// 0 otherwise).
+func readRope(raw map[string]json.RawMessage) (rs *checkpoint.RopeScaling, theta float64, err error) {
+	var obj map[string]any
+	for _, key := range []string{"rope_scaling", "rope_parameters"} {
+		if v, ok := raw[key]; ok && string(v) != "null" {
+			if err := json.Unmarshal(v, &obj); err != nil {
+				return nil, 0, fmt.Errorf("oracle: %s: %v", key, err)
+			}
+			if key == "rope_parameters" {
+				theta, _ = obj["rope_theta"].(float64)
+			}
+			break
+		}
+	}
+	if obj == nil {
+		return nil, theta, nil
+	}
+	typ, _ := obj["rope_type"].(string)
+	if typ == "" {
+		typ, _ = obj["type"].(string)
+	}
+	f := func(k string) float64 { v, _ := obj[k].(float64); return v }
+	switch typ {
+	case "", "default":
+		return nil, theta, nil
+	case "linear":
+		return &checkpoint.RopeScaling{Type: typ, Factor: f("factor")}, theta, nil
+	case "llama3":
+		return &checkpoint.RopeScaling{Type: typ, Factor: f("factor"), LowFreqFactor: f("low_freq_factor"),
+			HighFreqFactor: f("high_freq_factor"), OriginalMaxPositionEmbeddings: int(f("original_max_position_embeddings"))}, theta, nil
+	}
+	return nil, 0, fmt.Errorf("oracle: unsupported rope type %q", typ)
+}

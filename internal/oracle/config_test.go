@@ -1,0 +1,100 @@
+package oracle
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/qppl/qppl/arch"
+)
+
+// TestSettingsMatchArch checks the oracle's own reading of config.json
+// against package arch's family declarations, for every family arch
+// declares (so a family the oracle does not know fails here) and configs
+// that lean on each default: absent keys, null keys, explicit keys,
+// attention_bias, rope_scaling and rope_parameters.
+func TestSettingsMatchArch(t *testing.T) {
+	variants := []map[string]any{
+		{},
+		{"num_key_value_heads": nil, "head_dim": nil},
+		{"num_key_value_heads": 2, "head_dim": 6, "rms_norm_eps": 1e-5, "rope_theta": 5e5, "tie_word_embeddings": true},
+		{"num_key_value_heads": 1, "attention_bias": true, "num_experts": 6, "num_experts_per_tok": 3, "norm_topk_prob": true, "moe_intermediate_size": 10},
+		{"num_key_value_heads": 2, "num_experts": 4, "decoder_sparse_step": 2, "mlp_only_layers": []int{1, 7}, "num_hidden_layers": 4},
+		{"num_key_value_heads": 2, "num_experts": 4, "mlp_only_layers": []int{0}, "num_experts_per_tok": 2},
+		{"num_key_value_heads": 2, "num_local_experts": 3, "num_experts_per_tok": 1, "rms_norm_eps": nil, "rope_theta": nil},
+		{"num_key_value_heads": 4, "rope_scaling": map[string]any{"rope_type": "linear", "factor": 2.0}},
+		{"num_key_value_heads": 2, "rope_parameters": map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+			"high_freq_factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 20000.0}},
+	}
+	names := arch.Names()
+	if len(names) == 0 {
+		t.Fatal("arch declares no family")
+	}
+	for _, name := range names {
+		checked := 0
+		for _, v := range variants {
+			c := map[string]any{"model_type": name, "vocab_size": 40, "hidden_size": 32, "intermediate_size": 24,
+				"num_hidden_layers": 2, "num_attention_heads": 4}
+			for k, x := range v {
+				c[k] = x
+			}
+			js, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := arch.ParseConfig(js, "config.json")
+			if err != nil {
+				// A default the family cannot take at these sizes (mistral's
+				// 8 key/value heads for 4 heads) is skipped: the oracle is
+				// never asked about a config arch refuses.
+				continue
+			}
+			spec, err := arch.For(cfg)
+			if err != nil {
+				t.Fatalf("%s: %v", js, err)
+			}
+			st, err := readSettings(cfg)
+			if err != nil {
+				t.Errorf("%s: oracle: %v", js, err)
+				continue
+			}
+			want := settings{
+				modelType: name, vocab: cfg.VocabSize, hidden: cfg.HiddenSize, inter: cfg.IntermediateSize,
+				layers: cfg.NumHiddenLayers, heads: cfg.NumAttentionHeads, kvHeads: cfg.NumKeyValueHeads,
+				headDim: cfg.HeadDim, eps: cfg.RMSNormEps, theta: cfg.RopeTheta, rope: cfg.RopeScaling,
+				tied: cfg.TieWordEmbeddings, qkvBias: spec.QKVBias, oBias: spec.OBias, qkNorm: spec.QKNorm,
+				moe: spec.MoE,
+			}
+			checked++
+			if !equalSettings(st, want) {
+				t.Errorf("%s:\noracle %+v\n  arch %+v", js, st, want)
+			}
+		}
+		if checked < len(variants)-1 {
+			t.Errorf("%s: only %d of %d configs accepted by arch", name, checked, len(variants))
+		}
+	}
+	// Every name the oracle knows is declared by arch (no stale family).
+	for _, name := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3"} {
+		if _, _, _, _, ok := familyDefaults(name); ok && !slices.Contains(names, name) {
+			t.Errorf("oracle knows %s, arch does not declare it", name)
+		}
+	}
+}
+
+func equalSettings(a, b settings) bool {
+	ra, rb := a.rope, b.rope
+	ma, mb := a.moe, b.moe
+	a.rope, b.rope, a.moe, b.moe = nil, nil, nil, nil
+	if a != b || (ma == nil) != (mb == nil) {
+		return false
+	}
+	if ma != nil && (ma.Experts != mb.Experts || ma.TopK != mb.TopK || ma.Intermediate != mb.Intermediate ||
+		ma.NormTopK != mb.NormTopK || !slices.Equal(ma.Sparse, mb.Sparse)) {
+		return false
+	}
+	if (ra == nil) != (rb == nil) {
+		return false
+	}
+	return ra == nil || *ra == *rb
+}

@@ -1,0 +1,101 @@
+package reference
+
+import (
+	"math"
+	"sort"
+
+	"github.com/qppl/qppl/arch"
+)
+
+// mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
+// the normed rows ws.h into ws.proj:
+//
+//	p = softmax(h·W_routerᵀ)                    per row, float64
+//	S = the TopK largest p (ties: lower expert index first; see arch/qwen3_moe.go)
+//	w = p_S, divided by Σ p_S when NormTopK
+//	out = Σ_{e ∈ S, ascending e} w_e · down_e(silu(gate_e(h)) ⊙ up_e(h))
+//
+// Each expert that some row chose is decoded (through m.linear, into the
+// scratch buffer) only then, one at a time, and runs on exactly the rows
+// routed to it, gathered into ws.moeIn — as transformers passes
+// hidden_states[top_x] to the expert, so an activation quantizer sees the
+// same rows. Experts no row chose are never decoded.
+func (m *model) mixture(ws *workspace, l *layerWeights, T int) error {
+	d := m.dims
+	moe := m.spec.MoE
+	E, k, W := moe.Experts, moe.TopK, moe.Intermediate
+	logits := ws.gate[:T*E]
+	if err := m.linear(ws, l.lin[arch.ProjRouter], nil, ws.h, T, d.C, logits, E); err != nil {
+		return err
+	}
+	// routes[e] lists (row, weight) of the rows that chose expert e.
+	type route struct {
+		row int
+		w   float64
+	}
+	routes := make([][]route, E)
+	order := make([]int, E)
+	p := make([]float64, E)
+	for t := 0; t < T; t++ {
+		row := logits[t*E : (t+1)*E]
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = max(mx, v)
+		}
+		var sum float64
+		for e, v := range row {
+			p[e] = math.Exp(v - mx)
+			sum += p[e]
+		}
+		for e := range p {
+			p[e] /= sum
+			order[e] = e
+		}
+		sort.SliceStable(order, func(a, b int) bool { return p[order[a]] > p[order[b]] })
+		var top float64
+		for _, e := range order[:k] {
+			top += p[e]
+		}
+		for _, e := range order[:k] {
+			w := p[e]
+			if moe.NormTopK {
+				w /= top
+			}
+			routes[e] = append(routes[e], route{t, w})
+		}
+	}
+	out := ws.proj[:T*d.C]
+	clear(out)
+	for e, rs := range routes {
+		if len(rs) == 0 {
+			continue
+		}
+		n := len(rs)
+		in := ws.moeIn[:n*d.C]
+		for i, r := range rs {
+			copy(in[i*d.C:(i+1)*d.C], ws.h[r.row*d.C:(r.row+1)*d.C])
+		}
+		x := &l.experts[e]
+		gate, up := ws.gate[:n*W], ws.up[:n*W]
+		if err := m.linear(ws, x[arch.ProjGate], nil, in, n, d.C, gate, W); err != nil {
+			return err
+		}
+		if err := m.linear(ws, x[arch.ProjUp], nil, in, n, d.C, up, W); err != nil {
+			return err
+		}
+		for i, g := range gate {
+			gate[i] = g / (1 + math.Exp(-g)) * up[i] // silu(g) * u
+		}
+		y := ws.moeOut[:n*d.C]
+		if err := m.linear(ws, x[arch.ProjDown], nil, gate, n, W, y, d.C); err != nil {
+			return err
+		}
+		for i, r := range rs {
+			dst := out[r.row*d.C : (r.row+1)*d.C]
+			for c, v := range y[i*d.C : (i+1)*d.C] {
+				dst[c] += r.w * v
+			}
+		}
+	}
+	return nil
+}

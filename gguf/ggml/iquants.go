@@ -219,3 +219,35 @@ func (t Type) isGrid() bool {
 	}
 	return false
 }
+
+// Grid returns the codebook that grid type t looks up, expanded: entry i's
+// values are values[i*group : (i+1)*group] (IQ1_M shares IQ1_S's grid). ok
+// is false for a type without a grid. The slice is fresh; the CUDA kernels
+// upload it.
+func Grid(t Type) (values []int8, group int, ok bool) {
+	var g *grid
+	group = 8
+	switch t {
+	case IQ2_XXS:
+		g = &iq2xxsGrid
+	case IQ2_XS:
+		g = &iq2xsGrid
+	case IQ2_S:
+		g = &iq2sGrid
+	case IQ3_XXS:
+		g, group = &iq3xxsGrid, 4
+	case IQ3_S:
+		g, group = &iq3sGrid, 4
+	case IQ1_S, IQ1_M:
+		g = &iq1sGrid
+	default:
+		return nil, 0, false
+	}
+	values = make([]int8, len(g.codes)*group)
+	for i := range g.codes {
+		for j := 0; j < group; j++ {
+			values[i*group+j] = int8(g.at(i, j))
+		}
+	}
+	return values, group, true
+}

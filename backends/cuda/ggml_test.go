@@ -19,7 +19,8 @@ import (
 func TestGGMLKernelMatchesDecoders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 4))
 	d := emuDevices(t, 1, 1<<26)[0]
-	const out, in = 3, 512
+	// 64 rows of 512: 128 super-blocks, 4096 random grid lookups per type.
+	const out, in = 64, 512
 	for _, typ := range ggml.Types() {
 		row, err := ggml.RowBytes(typ, in)
 		if err != nil {

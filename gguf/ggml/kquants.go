@@ -16,7 +16,7 @@ func decodeQ2_K(b []byte, y []float32) {
 			for h := 0; h < 2; h++ {
 				s := sc[is]
 				is++
-				dl, ml := d*float32(s&0xf), mn*float32(s>>4)
+				dl, ml := d*float32(s&0xf), float32(mn*float32(s>>4))
 				for l := 0; l < 16; l++ {
 					y[0] = float32(dl*float32(q[l+16*h]>>shift&3)) - ml
 					y = y[1:]
@@ -86,9 +86,9 @@ func decodeQ4_K(b []byte, y []float32) {
 	is := 0
 	for j := 0; j < qk; j += 64 {
 		sc, m := scaleMinK4(is, scales)
-		d1, m1 := d*float32(sc), mn*float32(m)
+		d1, m1 := d*float32(sc), float32(mn*float32(m))
 		sc, m = scaleMinK4(is+1, scales)
-		d2, m2 := d*float32(sc), mn*float32(m)
+		d2, m2 := d*float32(sc), float32(mn*float32(m))
 		for l := 0; l < 32; l++ {
 			y[l] = float32(d1*float32(q[l]&0xf)) - m1
 			y[l+32] = float32(d2*float32(q[l]>>4)) - m2
@@ -108,9 +108,9 @@ func decodeQ5_K(b []byte, y []float32) {
 	u1, u2 := byte(1), byte(2)
 	for j := 0; j < qk; j += 64 {
 		sc, m := scaleMinK4(is, scales)
-		d1, m1 := d*float32(sc), mn*float32(m)
+		d1, m1 := d*float32(sc), float32(mn*float32(m))
 		sc, m = scaleMinK4(is+1, scales)
-		d2, m2 := d*float32(sc), mn*float32(m)
+		d2, m2 := d*float32(sc), float32(mn*float32(m))
 		for l := 0; l < 32; l++ {
 			v1, v2 := int(ql[l]&0xf), int(ql[l]>>4)
 			if qh[l]&u1 != 0 {

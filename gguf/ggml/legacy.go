@@ -1,9 +1,11 @@
 package ggml
 
 // Decoders of the 32-element block types. Each mirrors ggml's
-// dequantize_row_<type> statement for statement; float32(a*b) forces the
-// product's rounding before a following add (Go may otherwise fuse it on
-// some architectures, ggml's CPU build does not).
+// dequantize_row_<type> statement for statement. Every product that an
+// add or subtract consumes is written float32(a*b): the explicit
+// conversion forces its rounding, where Go may otherwise fuse the two into
+// one multiply-add (on arm64, even across statements); ggml's CPU build
+// rounds each operation.
 
 // kvaluesIQ4NL is IQ4_NL's (and IQ4_XS's) non-linear 4-bit codebook.
 var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}

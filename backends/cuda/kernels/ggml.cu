@@ -38,9 +38,16 @@
 #define GG_BF16 30
 #define GG_MXFP4 39
 
+// gg_mul is a product rounded to fp32 that no compiler may fuse with an
+// add or subtract consuming it (nvcc: __fmul_rn; host compilers may
+// contract a*b+c under -ffp-contract=fast, so the emulator launders the
+// product through memory).
 #ifdef QPPL_EMU
-// Host C++ without -mfma never fuses; the products round as written.
-#define gg_mul(a, b) ((a) * (b))
+static inline float gg_mul(float a, float b) {
+	float r = a * b;
+	__asm__ volatile("" : "+m"(r));
+	return r;
+}
 #else
 #define gg_mul(a, b) __fmul_rn((a), (b))
 #endif
@@ -157,7 +164,7 @@ __device__ float gg_value(int type, const unsigned char *b, int j, const signed 
 		int n = j / 128, r = j % 128, sh = r / 32, h = (r % 32) / 16, l = r % 16;
 		unsigned sc = b[8 * n + 2 * sh + h];
 		unsigned q = (b[16 + 32 * n + 16 * h + l] >> (2 * sh)) & 3;
-		float dl = gg_f16(gg_u16(b + 80)) * (float)(sc & 0xf), ml = gg_f16(gg_u16(b + 82)) * (float)(sc >> 4);
+		float dl = gg_f16(gg_u16(b + 80)) * (float)(sc & 0xf), ml = gg_mul(gg_f16(gg_u16(b + 82)), (float)(sc >> 4));
 		return gg_mul(dl, (float)q) - ml;
 	}
 	case GG_Q3_K: {
@@ -175,7 +182,7 @@ __device__ float gg_value(int type, const unsigned char *b, int j, const signed 
 		int c = j / 64, w = j % 64, hi = w >= 32, l = w % 32;
 		float sc, m;
 		gg_scale_min_k4(2 * c + hi, b + 4, &sc, &m);
-		float d1 = gg_f16(gg_u16(b)) * sc, m1 = gg_f16(gg_u16(b + 2)) * m;
+		float d1 = gg_f16(gg_u16(b)) * sc, m1 = gg_mul(gg_f16(gg_u16(b + 2)), m);
 		unsigned q;
 		if (type == GG_Q4_K) {
 			q = b[16 + 32 * c + l];

@@ -235,6 +235,23 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 	if int64(len(src)) != want {
 		return fmt.Errorf("%s: %d elements need %d bytes, got %d", tr.name, len(dst), want, len(src))
 	}
+	switch t { // element types: one loop, no per-element call
+	case F32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(le32(src[4*i:]))
+		}
+		return nil
+	case F16:
+		for i := range dst {
+			dst[i] = F16ToF32(le16(src[2*i:]))
+		}
+		return nil
+	case BF16:
+		for i := range dst {
+			dst[i] = BF16ToF32(le16(src[2*i:]))
+		}
+		return nil
+	}
 	bs, ts := tr.blockSize, tr.typeSize
 	for i, o := 0, 0; o < len(dst); i, o = i+ts, o+bs {
 		tr.decode(src[i:i+ts:i+ts], dst[o:o+bs:o+bs])

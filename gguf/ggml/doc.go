@@ -13,12 +13,16 @@
 // float64 for the reference backend; the widening is exact.
 //
 // Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 and the grid types IQ2_XXS,
-// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M. The grid types look up
-// codebooks that are data, not formulas (grids.go: ggml's published tables
-// in a packed form, each entry checked against libggml's dequantizer).
-// Other ggml type ids are known by name so that errors can say what a file
-// holds; decoding them is refused.
+// Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0
+// and the grid types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M.
+// The grid types look up codebooks that are data, not formulas (grids.go:
+// ggml's published tables in a packed form, each entry checked against
+// libggml's dequantizer). The other ggml type ids (Q8_1, Q8_K, the integer
+// types, F64) are known by name so that errors can say what a file holds;
+// decoding them is refused.
+//
+// BitsPerWeight is the storage cost per element, scales included, for
+// bits-per-weight accounting (RowBytes gives a tensor's exact size).
 //
 // # Failure
 //

@@ -69,14 +69,16 @@ func TestTypeTable(t *testing.T) {
 		{IQ2_XXS, "iq2_xxs", 256, 66, 2.0625}, {IQ2_XS, "iq2_xs", 256, 74, 2.3125}, {IQ2_S, "iq2_s", 256, 82, 2.5625},
 		{IQ3_XXS, "iq3_xxs", 256, 98, 3.0625}, {IQ3_S, "iq3_s", 256, 110, 3.4375},
 		{IQ1_S, "iq1_s", 256, 50, 1.5625}, {IQ1_M, "iq1_m", 256, 56, 1.75},
+		{TQ1_0, "tq1_0", 256, 54, 1.6875}, {TQ2_0, "tq2_0", 256, 66, 2.0625}, {NVFP4, "nvfp4", 64, 36, 4.5},
+		{Q1_0, "q1_0", 128, 18, 1.125}, {Q2_0, "q2_0", 64, 18, 2.25},
 	} {
 		if c.typ.String() != c.name || c.typ.BlockSize() != c.blk || c.typ.TypeSize() != c.size || c.typ.BitsPerWeight() != c.bpw || !c.typ.Supported() {
 			t.Errorf("%d: got %s blk %d size %d bpw %v supported %v, want %s %d %d %v", c.typ, c.typ, c.typ.BlockSize(),
 				c.typ.TypeSize(), c.typ.BitsPerWeight(), c.typ.Supported(), c.name, c.blk, c.size, c.bpw)
 		}
 	}
-	if n := len(Types()); n != 23 {
-		t.Errorf("Types() lists %d types, want 23", n)
+	if n := len(Types()); n != 28 {
+		t.Errorf("Types() lists %d types, want 28", n)
 	}
 	for _, typ := range []Type{4, 5, 31, 36, 43, 1 << 31} {
 		if typ.Known() || typ.BlockSize() != 0 || typ.BitsPerWeight() != 0 || typ.String() != "type("+strconv.Itoa(int(typ))+")" {
@@ -94,7 +96,8 @@ func TestCheckType(t *testing.T) {
 		{4, `tensor "blk.0.attn_q.weight": unknown ggml type id 4`},
 		{99, `tensor "blk.0.attn_q.weight": unknown ggml type id 99`},
 		{15, `tensor "blk.0.attn_q.weight": ggml type q8_K (id 15) is not supported`},
-		{34, `ggml type tq1_0 (id 34) is not supported`},
+		{24, `ggml type i8 (id 24) is not supported`},
+		{9, `ggml type q8_1 (id 9) is not supported`},
 	} {
 		typ, err := CheckType("blk.0.attn_q.weight", c.id)
 		switch {

@@ -127,15 +127,15 @@ func typeTraits(t Type) (traits, bool) {
 	case F64:
 		return traits{"f64", 1, 8, nil}, true
 	case TQ1_0:
-		return traits{"tq1_0", qk, 54, nil}, true
+		return traits{"tq1_0", qk, 54, decodeTQ1_0}, true
 	case TQ2_0:
-		return traits{"tq2_0", qk, 66, nil}, true
+		return traits{"tq2_0", qk, 66, decodeTQ2_0}, true
 	case NVFP4:
-		return traits{"nvfp4", 64, 36, nil}, true
+		return traits{"nvfp4", 64, 36, decodeNVFP4}, true
 	case Q1_0:
-		return traits{"q1_0", 128, 18, nil}, true
+		return traits{"q1_0", 128, 18, decodeQ1_0}, true
 	case Q2_0:
-		return traits{"q2_0", 64, 18, nil}, true
+		return traits{"q2_0", 64, 18, decodeQ2_0}, true
 	}
 	return traits{}, false
 }

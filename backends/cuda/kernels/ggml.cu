@@ -36,7 +36,12 @@
 #define GG_IQ4_XS 23
 #define GG_IQ1_M 29
 #define GG_BF16 30
+#define GG_TQ1_0 34
+#define GG_TQ2_0 35
 #define GG_MXFP4 39
+#define GG_NVFP4 40
+#define GG_Q1_0 41
+#define GG_Q2_0 42
 
 // gg_mul is a product rounded to fp32 that no compiler may fuse with an
 // add or subtract consuming it (nvcc: __fmul_rn; host compilers may
@@ -100,6 +105,22 @@ __device__ __forceinline__ void gg_scale_min_k4(int j, const unsigned char *q, f
 	}
 }
 
+// gg_ue4m3_half is ggml_ue4m3_to_fp32: half an unsigned E4M3 scale (bit 7
+// ignored; 0 and 0x7f are zero).
+__device__ __forceinline__ float gg_ue4m3_half(unsigned x) {
+	if (x == 0 || x == 0x7f) return 0.0f;
+	unsigned e = (x >> 3) & 15, m = x & 7;
+	float raw = e == 0 ? (float)m * 0.001953125f : __uint_as_float((e + 120) << 23 | m << 20);
+	return raw * 0.5f;
+}
+
+// gg_trit is TQ1_0's base-3 digit n of byte v minus one (fixed-point digits).
+__device__ __forceinline__ float gg_trit(unsigned v, int n) {
+	const unsigned pow3[5] = {1, 3, 9, 27, 81};
+	unsigned q = (v * pow3[n]) & 255;
+	return (float)((int)((q * 3) >> 8) - 1);
+}
+
 // gg_block returns the block size and type size of type (0 if unknown).
 __device__ __forceinline__ void gg_block(int type, int *bs, int *ts) {
 	switch (type) {
@@ -124,6 +145,11 @@ __device__ __forceinline__ void gg_block(int type, int *bs, int *ts) {
 	case GG_IQ3_S: *bs = 256; *ts = 110; return;
 	case GG_IQ1_S: *bs = 256; *ts = 50; return;
 	case GG_IQ1_M: *bs = 256; *ts = 56; return;
+	case GG_TQ1_0: *bs = 256; *ts = 54; return;
+	case GG_TQ2_0: *bs = 256; *ts = 66; return;
+	case GG_NVFP4: *bs = 64; *ts = 36; return;
+	case GG_Q1_0: *bs = 128; *ts = 18; return;
+	case GG_Q2_0: *bs = 64; *ts = 18; return;
 	}
 	*bs = 0;
 	*ts = 0;
@@ -261,6 +287,30 @@ __device__ float gg_value(int type, const unsigned char *b, int j, const signed 
 		unsigned idx = b[4 * ib + l] | (l % 2 == 0 ? (h << 8) & 0x700 : (h << 4) & 0x700);
 		float delta = h & (l % 2 == 0 ? 0x08 : 0x80) ? -0.125f : 0.125f;
 		return dl * ((float)grid[8 * idx + jj] + delta);
+	}
+	case GG_NVFP4: {
+		int sb = j / 16, w = j % 16;
+		unsigned q = b[4 + 8 * sb + w % 8];
+		return (float)gg_fp4(w < 8 ? q & 0xf : q >> 4) * gg_ue4m3_half(b[sb]);
+	}
+	case GG_TQ1_0: {
+		float d = gg_f16(gg_u16(b + 52));
+		if (j < 160) return gg_trit(b[j % 32], j / 32) * d;
+		if (j < 240) return gg_trit(b[32 + (j - 160) % 16], (j - 160) / 16) * d;
+		return gg_trit(b[48 + (j - 240) % 4], (j - 240) / 4) * d;
+	}
+	case GG_TQ2_0: {
+		int half = j / 128, r = j % 128;
+		int q = (b[32 * half + r % 32] >> (2 * (r / 32))) & 3;
+		return (float)(q - 1) * gg_f16(gg_u16(b + 64));
+	}
+	case GG_Q1_0: {
+		float d = gg_f16(gg_u16(b));
+		return (b[2 + j / 8] >> (j % 8)) & 1 ? d : -d;
+	}
+	case GG_Q2_0: {
+		int q = (b[2 + j / 4] >> (2 * (j % 4))) & 3;
+		return (float)(q - 1) * gg_f16(gg_u16(b));
 	}
 	}
 	return __uint_as_float(0x7fc00000u); // unknown type: NaN (the Go side refuses it first)

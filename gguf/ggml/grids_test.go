@@ -230,3 +230,47 @@ func writeGrids(t *testing.T, entries map[string][][]int8) {
 	}
 	t.Logf("wrote grids.go (%d bytes)", len(src))
 }
+
+// TestGridShapes checks the codebooks without the library: sizes, distinct
+// entries, the level sets of ggml-common.h and a few published entries.
+func TestGridShapes(t *testing.T) {
+	for _, c := range []struct {
+		typ            Type
+		entries, group int
+		levels         []int8
+		first, last    []int8 // entries 0 and n-1 as published
+	}{
+		{IQ2_XXS, 256, 8, []int8{8, 25, 43}, []int8{8, 8, 8, 8, 8, 8, 8, 8}, nil},
+		{IQ2_XS, 512, 8, []int8{8, 25, 43}, []int8{8, 8, 8, 8, 8, 8, 8, 8}, nil},
+		{IQ2_S, 1024, 8, []int8{8, 25, 43}, []int8{8, 8, 8, 8, 8, 8, 8, 8}, nil},
+		{IQ3_XXS, 256, 4, []int8{4, 12, 20, 28, 36, 44, 52, 62}, []int8{4, 4, 4, 4}, nil},
+		{IQ3_S, 512, 4, []int8{1, 3, 5, 7, 9, 11, 13, 15}, []int8{1, 1, 1, 1}, nil},
+		{IQ1_S, 2048, 8, []int8{-1, 0, 1}, []int8{-1, -1, -1, -1, -1, -1, -1, -1}, []int8{1, 1, 1, 1, 1, 1, 1, 1}},
+		{IQ1_M, 2048, 8, []int8{-1, 0, 1}, []int8{-1, -1, -1, -1, -1, -1, -1, -1}, []int8{1, 1, 1, 1, 1, 1, 1, 1}},
+	} {
+		v, group, ok := Grid(c.typ)
+		if !ok || group != c.group || len(v) != c.entries*c.group {
+			t.Errorf("%s: Grid = %d values, group %d, ok %v", c.typ, len(v), group, ok)
+			continue
+		}
+		seen := map[string]bool{}
+		for i := 0; i < c.entries; i++ {
+			e := v[i*group : (i+1)*group]
+			for _, x := range e {
+				if !slices.Contains(c.levels, x) {
+					t.Errorf("%s entry %d: value %d is not a level", c.typ, i, x)
+				}
+			}
+			if seen[string(fmt.Sprint(e))] {
+				t.Errorf("%s entry %d repeats an earlier entry", c.typ, i)
+			}
+			seen[string(fmt.Sprint(e))] = true
+		}
+		if !slices.Equal(v[:group], c.first) || (c.last != nil && !slices.Equal(v[len(v)-group:], c.last)) {
+			t.Errorf("%s: first/last entries %v %v", c.typ, v[:group], v[len(v)-group:])
+		}
+	}
+	if _, _, ok := Grid(Q4_K); ok {
+		t.Error("Grid(q4_K) reports a grid")
+	}
+}

@@ -316,19 +316,19 @@ __device__ float gg_value(int type, const unsigned char *b, int j, const signed 
 	return __uint_as_float(0x7fc00000u); // unknown type: NaN (the Go side refuses it first)
 }
 
-// dq_ggml decodes N rows of K values of ggml type `type` from data into out
+// dq_ggml decodes N rows of K values of ggml type typ from data into out
 // (dtype odt). grid: the type's codebook (ggml.Grid) or null.
 // Reference: gguf/ggml's Dequantize.
-EXTERN_C __global__ void dq_ggml(void *out, int odt, int N, int K, const unsigned char *data, int type,
+EXTERN_C __global__ void dq_ggml(void *out, int odt, int N, int K, const unsigned char *data, int typ,
 				 const signed char *grid) {
 	int bs, ts;
-	gg_block(type, &bs, &ts);
+	gg_block(typ, &bs, &ts);
 	if (bs == 0) return;
 	long long n = (long long)N * K, nb = K / bs;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long r = i / K;
 		int c = (int)(i - r * K);
 		const unsigned char *b = data + (size_t)(r * nb + c / bs) * ts;
-		st_dt(out, i, gg_value(type, b, c % bs, grid), odt);
+		st_dt(out, i, gg_value(typ, b, c % bs, grid), odt);
 	}
 }

@@ -233,8 +233,7 @@ func realisticRows(rng *rand.Rand, rows, perRow int) []float32 {
 func TestQuantizedByGGMLBitIdentical(t *testing.T) {
 	r := libggml(t)
 	rng := rand.New(rand.NewPCG(13, 1))
-	// 8 rows of 512 cover every degenerate row kind once; ggml's i-quant
-	// search is slow, so the grid types are quantized with the imatrix only.
+	// 8 rows of 512 cover every degenerate row kind once.
 	const rows, perRow = 8, 512
 	x := realisticRows(rng, rows, perRow)
 	imatrix := make([]float32, perRow)
@@ -242,17 +241,30 @@ func TestQuantizedByGGMLBitIdentical(t *testing.T) {
 		v := 0.1 + 2*rng.Float64()
 		imatrix[i] = float32(v * v)
 	}
+	var all, plain []Type
 	for _, typ := range Types() {
+		if testing.Short() && typ.isGrid() {
+			// ggml_quantize_init builds i-quant search tables for 10+ s of CPU.
+			continue
+		}
+		all = append(all, typ)
+		if !needsImatrix(typ) && !typ.isGrid() {
+			plain = append(plain, typ)
+		}
+	}
+	if testing.Short() {
+		t.Log("-short: grid types are covered by TestArbitraryBytesBitIdentical and TestGridsAgainstGGML only")
+	}
+	// ggml's i-quant search is slow: the grid types are quantized with the
+	// imatrix only, the others with and without it.
+	withIm := r.quantize(t, all, x, perRow, imatrix)
+	without := r.quantize(t, plain, x, perRow, nil)
+	for _, typ := range all {
 		t.Run(typ.String(), func(t *testing.T) {
-			if testing.Short() && typ.isGrid() {
-				// ggml_quantize_init builds i-quant search tables for 10+ s of CPU.
-				t.Skip("-short: grid types are covered by TestArbitraryBytesBitIdentical and TestGridsAgainstGGML")
-			}
-			for _, im := range [][]float32{imatrix, nil} {
-				if im == nil && (needsImatrix(typ) || typ.isGrid()) {
+			for _, q := range [][]byte{withIm[typ], without[typ]} {
+				if q == nil {
 					continue
 				}
-				q := r.quantize(t, typ, x, perRow, im)
 				if want, _ := RowBytes(typ, int64(len(x))); int64(len(q)) != want {
 					t.Fatalf("ggml wrote %d bytes, want %d", len(q), want)
 				}

@@ -131,21 +131,30 @@ func (r *ggmlRef) dequantize(t testing.TB, typ Type, src []byte, n int) []float3
 	return y
 }
 
-// quantize is ggml_quantize_chunk of rows x perRow values (imatrix may be nil).
-func (r *ggmlRef) quantize(t testing.TB, typ Type, x []float32, perRow int, imatrix []float32) []byte {
+// quantize is ggml_quantize_chunk of rows x perRow values (imatrix may be
+// nil) for each of types, in one helper process.
+func (r *ggmlRef) quantize(t testing.TB, types []Type, x []float32, perRow int, imatrix []float32) map[Type][]byte {
 	t.Helper()
 	in := r.file(t, f32Bytes(x))
 	im := "-"
 	if imatrix != nil {
 		im = r.file(t, f32Bytes(imatrix))
 	}
-	out := in + ".q"
-	r.run(t, "quantize", strconv.Itoa(int(typ)), strconv.Itoa(len(x)/perRow), strconv.Itoa(perRow), in, im, out)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
+	ids := make([]string, len(types))
+	for i, typ := range types {
+		ids[i] = strconv.Itoa(int(typ))
 	}
-	return b
+	out := in + ".q"
+	r.run(t, "quantize", strings.Join(ids, ","), strconv.Itoa(len(x)/perRow), strconv.Itoa(perRow), in, im, out)
+	q := map[Type][]byte{}
+	for i, typ := range types {
+		b, err := os.ReadFile(out + "." + ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		q[typ] = b
+	}
+	return q
 }
 
 // traits is ggml's (name, blck_size, type_size, has to_float) of id.

@@ -2,9 +2,11 @@
 // (libggml-base, linked at build time by ggml_test.go) on files:
 //
 //   ggmlref traits ID...                  one line per id: id name blck type_size is_quantized has_to_float
-//   ggmlref quantize ID NROWS NPERROW SRC IMATRIX|- DST
+//   ggmlref quantize ID[,ID...] NROWS NPERROW SRC IMATRIX|- DST
 //                                         ggml_quantize_chunk of NROWS rows of float32 from SRC
 //                                         (IMATRIX: NPERROW float32 importances, or - for none)
+//                                         into DST.ID, for each type in one process (the i-quants
+//                                         share ggml_quantize_init's costly search tables)
 //   ggmlref dequantize ID N SRC DST       the type's to_float (dequantize_row_<type>) of N elements
 //
 // Exit status 0 on success; errors on stderr.
@@ -67,19 +69,25 @@ int main(int argc, char **argv) {
 		return 0;
 	}
 	if (argc == 8 && strcmp(argv[1], "quantize") == 0) {
-		int id = atoi(argv[2]);
 		int64_t nrows = atoll(argv[3]), nper = atoll(argv[4]);
 		float *src = readall(argv[5], (size_t)(nrows * nper) * sizeof(float));
 		float *imat = strcmp(argv[6], "-") == 0 ? NULL : readall(argv[6], (size_t)nper * sizeof(float));
-		size_t n = (size_t)nrows * ggml_row_size(id, nper);
-		void *dst = calloc(n ? n : 1, 1);
-		ggml_quantize_init(id);
-		size_t got = ggml_quantize_chunk(id, src, dst, 0, nrows, nper, imat);
-		if (got != n) {
-			fprintf(stderr, "quantize: wrote %zu bytes, want %zu\n", got, n);
-			return 1;
+		for (char *ids = argv[2], *next; *ids; ids = next) {
+			int id = (int)strtol(ids, &next, 10);
+			if (*next == ',') next++;
+			size_t n = (size_t)nrows * ggml_row_size(id, nper);
+			void *dst = calloc(n ? n : 1, 1);
+			ggml_quantize_init(id);
+			size_t got = ggml_quantize_chunk(id, src, dst, 0, nrows, nper, imat);
+			if (got != n) {
+				fprintf(stderr, "quantize type %d: wrote %zu bytes, want %zu\n", id, got, n);
+				return 1;
+			}
+			char path[4096];
+			snprintf(path, sizeof path, "%s.%d", argv[7], id);
+			writeall(path, dst, n);
+			free(dst);
 		}
-		writeall(argv[7], dst, n);
 		return 0;
 	}
 	if (argc == 6 && strcmp(argv[1], "dequantize") == 0) {

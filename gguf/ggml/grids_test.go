@@ -15,10 +15,9 @@ import (
 // the decoded values is entry index(g) times mul plus add.
 type gridSweep struct {
 	typ   Type
-	name  string // the grid's variable in grids.go
-	grid  *grid
-	n     int // entries
-	group int // values per lookup
+	name  string // the grid's constants in grids.go: <name>Width, <name>Levels, <name>Codes
+	n     int    // entries
+	group int    // values per lookup
 	mul   float64
 	add   float64
 	build func(entries int) []byte // blocks; group g uses entry g
@@ -27,7 +26,7 @@ type gridSweep struct {
 func gridSweeps() []gridSweep {
 	const one0, one1 = 0x00, 0x3c // f16 1.0, little-endian
 	return []gridSweep{
-		{IQ2_XXS, "iq2xxsGrid", &iq2xxsGrid, 256, 8, 0.125, 0, func(n int) []byte {
+		{IQ2_XXS, "iq2xxs", 256, 8, 0.125, 0, func(n int) []byte {
 			var b []byte
 			for k := 0; k < n/32; k++ {
 				blk := make([]byte, 66)
@@ -39,7 +38,7 @@ func gridSweeps() []gridSweep {
 			}
 			return b
 		}},
-		{IQ2_XS, "iq2xsGrid", &iq2xsGrid, 512, 8, 0.125, 0, func(n int) []byte {
+		{IQ2_XS, "iq2xs", 512, 8, 0.125, 0, func(n int) []byte {
 			var b []byte
 			for k := 0; k < n/32; k++ {
 				blk := make([]byte, 74)
@@ -52,7 +51,7 @@ func gridSweeps() []gridSweep {
 			}
 			return b
 		}},
-		{IQ2_S, "iq2sGrid", &iq2sGrid, 1024, 8, 0.125, 0, func(n int) []byte {
+		{IQ2_S, "iq2s", 1024, 8, 0.125, 0, func(n int) []byte {
 			var b []byte
 			for k := 0; k < n/32; k++ {
 				blk := make([]byte, 82)
@@ -66,7 +65,7 @@ func gridSweeps() []gridSweep {
 			}
 			return b
 		}},
-		{IQ3_XXS, "iq3xxsGrid", &iq3xxsGrid, 256, 4, 0.25, 0, func(n int) []byte {
+		{IQ3_XXS, "iq3xxs", 256, 4, 0.25, 0, func(n int) []byte {
 			var b []byte
 			for k := 0; k < n/64; k++ {
 				blk := make([]byte, 98)
@@ -78,7 +77,7 @@ func gridSweeps() []gridSweep {
 			}
 			return b
 		}},
-		{IQ3_S, "iq3sGrid", &iq3sGrid, 512, 4, 1, 0, func(n int) []byte {
+		{IQ3_S, "iq3s", 512, 4, 1, 0, func(n int) []byte {
 			var b []byte
 			for k := 0; k < n/64; k++ {
 				blk := make([]byte, 110)
@@ -92,7 +91,7 @@ func gridSweeps() []gridSweep {
 			}
 			return b
 		}},
-		{IQ1_S, "iq1sGrid", &iq1sGrid, 2048, 8, 1, iq1Delta, func(n int) []byte {
+		{IQ1_S, "iq1s", 2048, 8, 1, iq1Delta, func(n int) []byte {
 			var b []byte
 			for k := 0; k < n/32; k++ {
 				blk := make([]byte, 50)
@@ -109,7 +108,7 @@ func gridSweeps() []gridSweep {
 			return b
 		}},
 		// IQ1_M reads the IQ1_S grid through its own index and scale layout.
-		{IQ1_M, "iq1sGrid", &iq1sGrid, 2048, 8, 1, iq1Delta, func(n int) []byte {
+		{IQ1_M, "iq1s", 2048, 8, 1, iq1Delta, func(n int) []byte {
 			var b []byte
 			for k := 0; k < n/32; k++ {
 				blk := make([]byte, 56)
@@ -176,7 +175,8 @@ func writeGrids(t *testing.T, entries map[string][][]int8) {
 // llama.cpp's libggml-base dequantizers (the tables iq2xxs_grid, iq2xs_grid,
 // iq2s_grid, iq3xxs_grid, iq3s_grid and iq1s_grid of ggml-common.h);
 // DO NOT EDIT. Each entry's values are small integers drawn from a few
-// levels; an entry is stored as its level indices, width bits each.
+// levels (int8 bytes of <grid>Levels); an entry is a little-endian uint16
+// in <grid>Codes holding its level indices, <grid>Width bits each.
 
 `)
 	for _, s := range gridSweeps() {
@@ -201,25 +201,28 @@ func writeGrids(t *testing.T, entries map[string][][]int8) {
 		if len(levels) > 8 || int(width)*s.group > 16 {
 			t.Fatalf("%s: %d levels do not pack", s.name, len(levels))
 		}
-		fmt.Fprintf(&buf, "// %s holds %d entries of %d values.\nvar %s = grid{width: %d, levels: [8]int8{", s.name, s.n, s.group, s.name, width)
-		for i, v := range levels {
-			if i > 0 {
-				buf.WriteString(", ")
-			}
-			fmt.Fprint(&buf, v)
+		fmt.Fprintf(&buf, "// %s: %d entries of %d values.\nconst (\n\t%sWidth = %d\n\t%sLevels = \"", s.name, s.n, s.group, s.name, width, s.name)
+		for _, v := range levels {
+			fmt.Fprintf(&buf, "\\x%02x", byte(v))
 		}
-		buf.WriteString("}, codes: []uint16{")
+		fmt.Fprintf(&buf, "\"\n\t%sCodes = \"\" +", s.name)
 		for i, row := range e {
-			if i%12 == 0 {
-				buf.WriteString("\n")
+			if i%16 == 0 {
+				buf.WriteString("\n\t\t\"")
 			}
 			var c uint16
 			for j, v := range row {
 				c |= uint16(slices.Index(levels, v)) << (width * uint(j))
 			}
-			fmt.Fprintf(&buf, "%#04x, ", c)
+			fmt.Fprintf(&buf, "\\x%02x\\x%02x", byte(c), byte(c>>8))
+			if i%16 == 15 || i == len(e)-1 {
+				buf.WriteString("\"")
+				if i != len(e)-1 {
+					buf.WriteString(" +")
+				}
+			}
 		}
-		buf.WriteString("\n}}\n\n")
+		buf.WriteString("\n)\n\n")
 	}
 	src, err := format.Source(buf.Bytes())
 	if err != nil {

@@ -6,17 +6,39 @@ import "math/bits"
 // ggml's dequantize_row_<type>. Each looks up groups of 8 (IQ2, IQ1) or 4
 // (IQ3) values in a codebook (grid, grids.go).
 
-// grid is a packed codebook: entry i's j-th value is
-// levels[codes[i]>>(width*j) & (1<<width-1)].
+// grid is a packed codebook over constant strings (grids.go): entry i is
+// the little-endian uint16 code at codes[2i:], and its j-th value is the
+// int8 byte levels[code>>(width*j) & (1<<width-1)].
 type grid struct {
 	width  uint
-	levels [8]int8
-	codes  []uint16
+	levels string
+	codes  string
 }
 
 // at is the j-th value of entry i.
-func (g *grid) at(i, j int) float32 {
-	return float32(g.levels[g.codes[i]>>(g.width*uint(j))&(1<<g.width-1)])
+func (g grid) at(i, j int) float32 {
+	c := uint(g.codes[2*i]) | uint(g.codes[2*i+1])<<8
+	return float32(int8(g.levels[c>>(g.width*uint(j))&(1<<g.width-1)]))
+}
+
+// gridOf returns the codebook grid type t looks up and the values per
+// entry (IQ1_M shares IQ1_S's grid); ok is false for other types.
+func gridOf(t Type) (g grid, group int, ok bool) {
+	switch t {
+	case IQ2_XXS:
+		return grid{iq2xxsWidth, iq2xxsLevels, iq2xxsCodes}, 8, true
+	case IQ2_XS:
+		return grid{iq2xsWidth, iq2xsLevels, iq2xsCodes}, 8, true
+	case IQ2_S:
+		return grid{iq2sWidth, iq2sLevels, iq2sCodes}, 8, true
+	case IQ3_XXS:
+		return grid{iq3xxsWidth, iq3xxsLevels, iq3xxsCodes}, 4, true
+	case IQ3_S:
+		return grid{iq3sWidth, iq3sLevels, iq3sCodes}, 4, true
+	case IQ1_S, IQ1_M:
+		return grid{iq1sWidth, iq1sLevels, iq1sCodes}, 8, true
+	}
+	return grid{}, 0, false
 }
 
 // ksign is ggml's ksigns_iq2xs: 7 stored sign bits plus an eighth that
@@ -37,6 +59,7 @@ func signed(v float32, signs uint32, j int) float32 {
 // IQ2_XXS: d f16, 8 x (4 grid bytes, u32 of 4x7 sign bits and a 4-bit
 // scale); y = d*(0.5+s)*0.25 * grid * sign.
 func decodeIQ2_XXS(b []byte, y []float32) {
+	grid, _, _ := gridOf(IQ2_XXS)
 	d := f16(b)
 	qs := b[2:66]
 	for ib := 0; ib < 8; ib++ {
@@ -46,7 +69,7 @@ func decodeIQ2_XXS(b []byte, y []float32) {
 		for l := 0; l < 4; l++ {
 			s := ksign(a >> uint(7*l))
 			for j := 0; j < 8; j++ {
-				y[j] = signed(db*iq2xxsGrid.at(int(g[l]), j), s, j)
+				y[j] = signed(db*grid.at(int(g[l]), j), s, j)
 			}
 			y = y[8:]
 		}
@@ -56,6 +79,7 @@ func decodeIQ2_XXS(b []byte, y []float32) {
 // IQ2_XS: d f16, qs[32] u16 (9-bit grid index, 7 sign bits), scales[8]
 // (two 4-bit scales per 32 values).
 func decodeIQ2_XS(b []byte, y []float32) {
+	grid, _, _ := gridOf(IQ2_XS)
 	d := f16(b)
 	qs := b[2:66]
 	sc := b[66:74]
@@ -68,7 +92,7 @@ func decodeIQ2_XS(b []byte, y []float32) {
 			q := uint32(le16(qs[2*(4*ib+l):]))
 			s := ksign(q >> 9)
 			for j := 0; j < 8; j++ {
-				y[j] = signed(db[l/2]*iq2xsGrid.at(int(q&511), j), s, j)
+				y[j] = signed(db[l/2]*grid.at(int(q&511), j), s, j)
 			}
 			y = y[8:]
 		}
@@ -78,6 +102,7 @@ func decodeIQ2_XS(b []byte, y []float32) {
 // IQ2_S: d f16, qs[32] grid index low bits, signs[32], qh[8] (2 high index
 // bits per group), scales[8].
 func decodeIQ2_S(b []byte, y []float32) {
+	grid, _, _ := gridOf(IQ2_S)
 	d := f16(b)
 	qs := b[2:34]
 	signs := b[34:66]
@@ -92,7 +117,7 @@ func decodeIQ2_S(b []byte, y []float32) {
 			idx := int(qs[4*ib+l]) | int(qh[ib])<<uint(8-2*l)&0x300
 			s := uint32(signs[4*ib+l])
 			for j := 0; j < 8; j++ {
-				y[j] = signed(db[l/2]*iq2sGrid.at(idx, j), s, j)
+				y[j] = signed(db[l/2]*grid.at(idx, j), s, j)
 			}
 			y = y[8:]
 		}
@@ -102,6 +127,7 @@ func decodeIQ2_S(b []byte, y []float32) {
 // IQ3_XXS: d f16, qs[64] grid indices (4 values each), 8 u32 of 4x7 sign
 // bits and a 4-bit scale; y = d*(0.5+s)*0.5 * grid * sign.
 func decodeIQ3_XXS(b []byte, y []float32) {
+	grid, _, _ := gridOf(IQ3_XXS)
 	d := f16(b)
 	qs := b[2:66]
 	ss := b[66:98]
@@ -112,8 +138,8 @@ func decodeIQ3_XXS(b []byte, y []float32) {
 			s := ksign(a >> uint(7*l))
 			g1, g2 := int(qs[8*ib+2*l]), int(qs[8*ib+2*l+1])
 			for j := 0; j < 4; j++ {
-				y[j] = signed(db*iq3xxsGrid.at(g1, j), s, j)
-				y[j+4] = signed(db*iq3xxsGrid.at(g2, j), s, j+4)
+				y[j] = signed(db*grid.at(g1, j), s, j)
+				y[j+4] = signed(db*grid.at(g2, j), s, j+4)
 			}
 			y = y[8:]
 		}
@@ -123,6 +149,7 @@ func decodeIQ3_XXS(b []byte, y []float32) {
 // IQ3_S: d f16, qs[64] grid index low bits, qh[8] ninth bits, signs[32],
 // scales[4] (two 4-bit scales per 64 values); y = d*(1+2s) * grid * sign.
 func decodeIQ3_S(b []byte, y []float32) {
+	grid, _, _ := gridOf(IQ3_S)
 	d := f16(b)
 	qs := b[2:66]
 	qh := b[66:74]
@@ -139,8 +166,8 @@ func decodeIQ3_S(b []byte, y []float32) {
 			g2 := int(qs[8*ib+2*l+1]) | int(qh[ib])<<uint(7-2*l)&256
 			s := uint32(signs[4*ib+l])
 			for j := 0; j < 4; j++ {
-				y[j] = signed(db*iq3sGrid.at(g1, j), s, j)
-				y[j+4] = signed(db*iq3sGrid.at(g2, j), s, j+4)
+				y[j] = signed(db*grid.at(g1, j), s, j)
+				y[j+4] = signed(db*grid.at(g2, j), s, j+4)
 			}
 			y = y[8:]
 		}
@@ -153,6 +180,7 @@ const iq1Delta = 0.125
 // IQ1_S: d f16, qs[32] grid index low bits, qh[8] u16 (4x3 high index
 // bits, 3-bit scale, delta sign); y = d*(2s+1) * (grid ± 0.125).
 func decodeIQ1_S(b []byte, y []float32) {
+	grid, _, _ := gridOf(IQ1_S)
 	d := f16(b)
 	qs := b[2:34]
 	for ib := 0; ib < 8; ib++ {
@@ -165,7 +193,7 @@ func decodeIQ1_S(b []byte, y []float32) {
 		for l := 0; l < 4; l++ {
 			idx := int(qs[4*ib+l]) | (qh>>uint(3*l)&7)<<8
 			for j := 0; j < 8; j++ {
-				y[j] = dl * (iq1sGrid.at(idx, j) + delta)
+				y[j] = dl * (grid.at(idx, j) + delta)
 			}
 			y = y[8:]
 		}
@@ -176,6 +204,7 @@ func decodeIQ1_S(b []byte, y []float32) {
 // sign per 8 values), scales[8] as 4 u16: 3-bit scales per 8+8 values and,
 // in their top nibbles, the f16 super-block scale.
 func decodeIQ1_M(b []byte, y []float32) {
+	grid, _, _ := gridOf(IQ1_M)
 	qs := b[0:32]
 	qh := b[32:48]
 	var sc [4]int
@@ -204,7 +233,7 @@ func decodeIQ1_M(b []byte, y []float32) {
 				dl = dl2
 			}
 			for j := 0; j < 8; j++ {
-				y[j] = dl * (iq1sGrid.at(idx[l], j) + delta)
+				y[j] = dl * (grid.at(idx[l], j) + delta)
 			}
 			y = y[8:]
 		}
@@ -225,26 +254,13 @@ func (t Type) isGrid() bool {
 // is false for a type without a grid. The slice is fresh; the CUDA kernels
 // upload it.
 func Grid(t Type) (values []int8, group int, ok bool) {
-	var g *grid
-	group = 8
-	switch t {
-	case IQ2_XXS:
-		g = &iq2xxsGrid
-	case IQ2_XS:
-		g = &iq2xsGrid
-	case IQ2_S:
-		g = &iq2sGrid
-	case IQ3_XXS:
-		g, group = &iq3xxsGrid, 4
-	case IQ3_S:
-		g, group = &iq3sGrid, 4
-	case IQ1_S, IQ1_M:
-		g = &iq1sGrid
-	default:
+	g, group, ok := gridOf(t)
+	if !ok {
 		return nil, 0, false
 	}
-	values = make([]int8, len(g.codes)*group)
-	for i := range g.codes {
+	n := len(g.codes) / 2
+	values = make([]int8, n*group)
+	for i := 0; i < n; i++ {
 		for j := 0; j < group; j++ {
 			values[i*group+j] = int8(g.at(i, j))
 		}

@@ -162,8 +162,8 @@ func decodeIQ4_XS(b []byte, y []float32) {
 		ls := int(sl[ib/2]>>uint(4*(ib%2))&0xf) | int(sh>>uint(2*ib)&3)<<4
 		dl := d * float32(ls-32)
 		for j := 0; j < 16; j++ {
-			y[j] = dl * float32(kvaluesIQ4NL[qs[j]&0xf])
-			y[j+16] = dl * float32(kvaluesIQ4NL[qs[j]>>4])
+			y[j] = dl * kv(kvaluesIQ4NL, qs[j])
+			y[j+16] = dl * kv(kvaluesIQ4NL, qs[j]>>4)
 		}
 		y, qs = y[32:], qs[16:]
 	}

@@ -7,11 +7,17 @@ package ggml
 // one multiply-add (on arm64, even across statements); ggml's CPU build
 // rounds each operation.
 
-// kvaluesIQ4NL is IQ4_NL's (and IQ4_XS's) non-linear 4-bit codebook.
-var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+// kvaluesIQ4NL is IQ4_NL's (and IQ4_XS's) non-linear 4-bit codebook, as
+// int8 bytes: -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53,
+// 69, 89, 113. (Tables here are constant strings: immutable.)
+const kvaluesIQ4NL = "\x81\x98\xad\xbf\xcf\xdd\xea\xf6\x01\x0d\x19\x26\x35\x45\x59\x71"
 
-// kvaluesFP4 holds the E2M1 values doubled (MXFP4's codebook).
-var kvaluesFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+// kvaluesFP4 holds the E2M1 values doubled (MXFP4's and NVFP4's codebook),
+// as int8 bytes: 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12.
+const kvaluesFP4 = "\x00\x01\x02\x03\x04\x06\x08\x0c\x00\xff\xfe\xfd\xfc\xfa\xf8\xf4"
+
+// kv is entry q of a 16-entry int8 codebook.
+func kv(table string, q byte) float32 { return float32(int8(table[q&15])) }
 
 // Q4_0: d f16, qs[16]; y = (q-8)*d.
 func decodeQ4_0(b []byte, y []float32) {
@@ -72,8 +78,8 @@ func decodeMXFP4(b []byte, y []float32) {
 	d := E8M0HalfToF32(b[0])
 	qs := b[1:17]
 	for j := 0; j < 16; j++ {
-		y[j] = float32(kvaluesFP4[qs[j]&0xf]) * d
-		y[j+16] = float32(kvaluesFP4[qs[j]>>4]) * d
+		y[j] = kv(kvaluesFP4, qs[j]) * d
+		y[j+16] = kv(kvaluesFP4, qs[j]>>4) * d
 	}
 }
 
@@ -82,7 +88,7 @@ func decodeIQ4_NL(b []byte, y []float32) {
 	d := f16(b)
 	qs := b[2:18]
 	for j := 0; j < 16; j++ {
-		y[j] = d * float32(kvaluesIQ4NL[qs[j]&0xf])
-		y[j+16] = d * float32(kvaluesIQ4NL[qs[j]>>4])
+		y[j] = d * kv(kvaluesIQ4NL, qs[j])
+		y[j+16] = d * kv(kvaluesIQ4NL, qs[j]>>4)
 	}
 }

@@ -87,8 +87,8 @@ func decodeNVFP4(b []byte, y []float32) {
 		d := UE4M3HalfToF32(b[s])
 		qs := b[4+8*s : 12+8*s]
 		for j := 0; j < 8; j++ {
-			y[16*s+j] = float32(kvaluesFP4[qs[j]&0xf]) * d
-			y[16*s+j+8] = float32(kvaluesFP4[qs[j]>>4]) * d
+			y[16*s+j] = kv(kvaluesFP4, qs[j]) * d
+			y[16*s+j+8] = kv(kvaluesFP4, qs[j]>>4) * d
 		}
 	}
 }

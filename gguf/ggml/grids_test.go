@@ -135,11 +135,7 @@ func TestGridsAgainstGGML(t *testing.T) {
 	entries := map[string][][]int8{}
 	for _, s := range gridSweeps() {
 		src := s.build(s.n)
-		n := s.n * s.group
-		if s.typ == IQ3_XXS || s.typ == IQ3_S {
-			// Two lookups per 8 values: the sweep's blocks hold 64 entries each.
-			n = s.n * s.group
-		}
+		n := s.n * s.group // one lookup per group of values
 		if !*updateGrids {
 			assertIdentical(t, r, s.typ, src, n, "every grid entry")
 			continue

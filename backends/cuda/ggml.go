@@ -10,8 +10,11 @@ import (
 // prepareGGML describes a GGUF weight [out][in] stored as ggml blocks of
 // type typ (data: out rows of in/BlockSize blocks), decoded by dq_ggml
 // (kernels/ggml.cu) into the exact fp32 values of ggml.Dequantize. A grid
-// type carries its codebook (ggml.Grid) as a second buffer.
-func prepareGGML(module string, typ ggml.Type, out, in int, data []byte) (*hostLinear, error) {
+// type carries its codebook (ggml.Grid) as a second buffer. rows, if not
+// nil, reorders the rows on the host: weight row i is stored row rows[i]
+// (how llama.cpp's Q/K row permutation is undone); it must be a
+// permutation of 0..out-1.
+func prepareGGML(module string, typ ggml.Type, out, in int, data []byte, rows []int) (*hostLinear, error) {
 	if !typ.Supported() {
 		return nil, fmt.Errorf("cuda: %s: ggml type %s (id %d) has no decoder", module, typ, uint32(typ))
 	}
@@ -21,6 +24,21 @@ func prepareGGML(module string, typ ggml.Type, out, in int, data []byte) (*hostL
 	}
 	if out < 0 || int64(len(data)) != row*int64(out) {
 		return nil, fmt.Errorf("cuda: %s: %s [%d][%d] needs %d bytes, got %d", module, typ, out, in, row*int64(out), len(data))
+	}
+	if rows != nil {
+		if len(rows) != out {
+			return nil, fmt.Errorf("cuda: %s: row order has %d entries for %d rows", module, len(rows), out)
+		}
+		seen := make([]bool, out)
+		perm := make([]byte, len(data))
+		for i, r := range rows {
+			if r < 0 || r >= out || seen[r] {
+				return nil, fmt.Errorf("cuda: %s: row order is not a permutation of 0..%d (entry %d is %d)", module, out-1, i, r)
+			}
+			seen[r] = true
+			copy(perm[int64(i)*row:int64(i+1)*row], data[int64(r)*row:int64(r+1)*row])
+		}
+		data = perm
 	}
 	h := &hostLinear{module: module, out: out, in: in, format: "gguf-" + typ.String(), bufs: [][]byte{data}}
 	if g, _, ok := ggml.Grid(typ); ok {

@@ -40,7 +40,7 @@ func TestGGMLKernelMatchesDecoders(t *testing.T) {
 		if err := ggml.Dequantize(typ, data, want); err != nil {
 			t.Fatal(err)
 		}
-		h, err := prepareGGML("blk.0.ffn_up.weight", typ, out, in, data)
+		h, err := prepareGGML("blk.0.ffn_up.weight", typ, out, in, data, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,18 +89,67 @@ func TestGGMLKernelMatchesDecoders(t *testing.T) {
 	}
 }
 
+// TestGGMLKernelRowOrder: a row order moves whole decoded rows.
+func TestGGMLKernelRowOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 5))
+	d := emuDevices(t, 1, 1<<24)[0]
+	const out, in = 6, 64
+	typ := ggml.Q4_0
+	data := make([]byte, out*in/32*18)
+	for i := range data {
+		data[i] = 0x30 + byte(rng.IntN(12))
+	}
+	plain := make([]float32, out*in)
+	if err := ggml.Dequantize(typ, data, plain); err != nil {
+		t.Fatal(err)
+	}
+	rows := []int{3, 0, 5, 1, 4, 2}
+	h, err := prepareGGML("blk.0.attn_q.weight", typ, out, in, data, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, err := upload(d, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch, err := d.Alloc(out * in * 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := dl.weight(d, scratch, device.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, out*in*4)
+	if err := d.CopyOut(buf, p); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < out; i++ {
+		for c := 0; c < in; c++ {
+			got := math.Float32frombits(binary.LittleEndian.Uint32(buf[4*(i*in+c):]))
+			if want := plain[rows[i]*in+c]; got != want {
+				t.Fatalf("row %d col %d = %v, want stored row %d's %v", i, c, got, rows[i], want)
+			}
+		}
+	}
+}
+
 func TestPrepareGGMLRefuses(t *testing.T) {
 	for _, c := range []struct {
 		typ     ggml.Type
 		out, in int
 		n       int
+		rows    []int
 		want    string
 	}{
-		{ggml.Q8_K, 1, 256, 292, "ggml type q8_K (id 15) has no decoder"},
-		{ggml.Q4_K, 2, 200, 288, "not a whole number of 256-element blocks"},
-		{ggml.Q4_K, 2, 256, 287, "q4_K [2][256] needs 288 bytes, got 287"},
+		{ggml.Q8_K, 1, 256, 292, nil, "ggml type q8_K (id 15) has no decoder"},
+		{ggml.Q4_K, 2, 200, 288, nil, "not a whole number of 256-element blocks"},
+		{ggml.Q4_K, 2, 256, 287, nil, "q4_K [2][256] needs 288 bytes, got 287"},
+		{ggml.Q4_K, 2, 256, 288, []int{0}, "row order has 1 entries for 2 rows"},
+		{ggml.Q4_K, 2, 256, 288, []int{1, 1}, "row order is not a permutation of 0..1 (entry 1 is 1)"},
+		{ggml.Q4_K, 2, 256, 288, []int{0, 2}, "entry 1 is 2"},
 	} {
-		_, err := prepareGGML("output.weight", c.typ, c.out, c.in, make([]byte, c.n))
+		_, err := prepareGGML("output.weight", c.typ, c.out, c.in, make([]byte, c.n), c.rows)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "output.weight") {
 			t.Errorf("%s: %v, want %q", c.typ, err, c.want)
 		}

@@ -24,6 +24,7 @@ const (
 	KDqGPTQ      = "dq_gptq"
 	KDqAWQ       = "dq_awq"
 	KActQuant    = "act_quant"
+	KDqGGML      = "dq_ggml"
 )
 
 // KernelInfo is a kernel's signature and the .cu file (PTX module) holding it.
@@ -53,12 +54,13 @@ func Kernels() map[string]KernelInfo {
 		KDqGPTQ:      {"piiipppipii", "dequant"},
 		KDqAWQ:       {"piiipppii", "dequant"},
 		KActQuant:    {"pipiiiiiifff", "actquant"},
+		KDqGGML:      {"piiipip", "ggml"},
 	}
 }
 
 // Sources lists the kernel source files (without .cu), one PTX module each.
 func Sources() []string {
-	return []string{"elementwise", "norm", "attention", "logits", "dequant", "actquant"}
+	return []string{"elementwise", "norm", "attention", "logits", "dequant", "actquant", "ggml"}
 }
 
 // Attention launch geometry (kernels/attention.cu ATT_BQ, ATT_BK, ATT_MAXD).

@@ -1,0 +1,67 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/gguf/ggml"
+)
+
+// prepareGGML describes a GGUF weight [out][in] stored as ggml blocks of
+// type typ (data: out rows of in/BlockSize blocks), decoded by dq_ggml
+// (kernels/ggml.cu) into the exact fp32 values of ggml.Dequantize. A grid
+// type carries its codebook (ggml.Grid) as a second buffer. rows, if not
+// nil, reorders the rows on the host: weight row i is stored row rows[i]
+// (how llama.cpp's Q/K row permutation is undone); it must be a
+// permutation of 0..out-1.
+func prepareGGML(module string, typ ggml.Type, out, in int, data []byte, rows []int) (*hostLinear, error) {
+	if !typ.Supported() {
+		return nil, fmt.Errorf("cuda: %s: ggml type %s (id %d) has no decoder", module, typ, uint32(typ))
+	}
+	row, err := ggml.RowBytes(typ, int64(in))
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", module, err)
+	}
+	if out < 0 || int64(len(data)) != row*int64(out) {
+		return nil, fmt.Errorf("cuda: %s: %s [%d][%d] needs %d bytes, got %d", module, typ, out, in, row*int64(out), len(data))
+	}
+	if rows != nil {
+		if len(rows) != out {
+			return nil, fmt.Errorf("cuda: %s: row order has %d entries for %d rows", module, len(rows), out)
+		}
+		seen := make([]bool, out)
+		perm := make([]byte, len(data))
+		for i, r := range rows {
+			if r < 0 || r >= out || seen[r] {
+				return nil, fmt.Errorf("cuda: %s: row order is not a permutation of 0..%d (entry %d is %d)", module, out-1, i, r)
+			}
+			seen[r] = true
+			copy(perm[int64(i)*row:int64(i+1)*row], data[int64(r)*row:int64(r+1)*row])
+		}
+		data = perm
+	}
+	h := &hostLinear{module: module, out: out, in: in, format: "gguf-" + typ.String(), bufs: [][]byte{data}}
+	if g, _, ok := ggml.Grid(typ); ok {
+		b := make([]byte, len(g))
+		for i, v := range g {
+			b[i] = byte(v)
+		}
+		h.bufs = append(h.bufs, b)
+	}
+	N, K := int32(out), int32(in)
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
+		var grid device.Ptr
+		if len(p) > 1 {
+			grid = p[1]
+		}
+		return launchDqGGML(d, dst, odt, N, K, p[0], typ, grid)
+	}
+	return h, nil
+}
+
+// launchDqGGML decodes N rows of K values of ggml type typ from data (with
+// the type's grid for the grid types, else 0) into out of dtype odt.
+func launchDqGGML(d device.Device, out device.Ptr, odt device.DType, N, K int32, data device.Ptr, typ ggml.Type, grid device.Ptr) error {
+	g, b := grid1(int(N) * int(K))
+	return d.Launch(device.KDqGGML, g, b, 0, out, int32(odt), N, K, data, int32(typ), grid)
+}

@@ -1,5 +1,5 @@
 // Package cuda is qppl's fast backend: one forward pass of the Hugging Face
-// causal LM (llama, mistral, qwen2, qwen3) orchestrated in Go over the small
+// causal LM (every family package arch declares) orchestrated in Go over the small
 // device.Device interface, so the same code path drives a real GPU (package
 // backends/cuda/gpu, build tag cuda) and the CPU emulator that runs the very
 // same kernel sources (package backends/cuda/emu, default build).

@@ -55,6 +55,11 @@ type layerDev struct {
 	// a mixture-of-experts layer (router: lin[arch.ProjRouter]); nil when
 	// dense.
 	experts [][arch.NumProj]*devLinear
+	// router32 is a MoE layer's router weight [experts][hidden] in fp32,
+	// multiplied by the fp32 normed rows so that routing decisions carry no
+	// GEMM-dtype rounding; 0 when the router's input is quantized (it then
+	// runs as lin[arch.ProjRouter]).
+	router32 device.Ptr
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,
@@ -411,7 +416,7 @@ func (ds *devState) all() []device.Ptr {
 	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.moeIn, ds.moeOut, ds.ids, ds.cos, ds.sin,
 		ds.embed, ds.finalNorm, ds.logits, ds.base, ds.targets, ds.nll, ds.kl, ds.top}
 	for _, l := range ds.layers {
-		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm)
+		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.router32)
 		ps = append(ps, l.bias[:]...)
 		for _, li := range l.lin {
 			if li != nil {

@@ -81,6 +81,9 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, err error) {
 			return 0, 0, err
 		}
 		bytes += h.bytes()
+		if al.Proj == arch.ProjRouter {
+			bytes += int64(4 * al.Out * al.In) // router32
+		}
 		if !h.direct {
 			scratch = max(scratch, int64(h.out*h.in*ld.odt.Size()))
 		}
@@ -117,8 +120,34 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		if *dst, err = upload(d, h); err != nil {
 			return lw, err
 		}
+		if al.Proj == arch.ProjRouter {
+			if lw.router32, err = ld.router32(d, al); err != nil {
+				return lw, err
+			}
+		}
 	}
 	return lw, nil
+}
+
+// router32 uploads a MoE router's weight decoded to fp32 (see
+// layerDev.router32), or returns 0 when its input is quantized.
+func (ld *loader) router32(d device.Device, al arch.Linear) (device.Ptr, error) {
+	l, err := ld.scheme.Linear(ld.m, al.Module)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %s: %w", al.Module, err)
+	}
+	if l.InputQuantizer() != nil {
+		return 0, nil
+	}
+	w := make([]float64, al.Out*al.In)
+	if err := l.Dequantize(w); err != nil {
+		return 0, fmt.Errorf("cuda: %s: %w", al.Module, err)
+	}
+	p, err := allocCopy(d, f64ToF32Bytes(w))
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %s: %w", al.Module, err)
+	}
+	return p, nil
 }
 
 // embedding returns the embedding table's bytes and dtype (F64 → F32).

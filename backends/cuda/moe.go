@@ -13,7 +13,11 @@ import (
 // mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
 // the normed rows ds.h into ds.proj. Reference: reference.mixture.
 //
-// The router logits come from a GEMM on the device and go to the host
+// The router logits come from an fp32 GEMM on the device (the fp32 normed
+// rows times the router weight decoded to fp32, whatever the GEMM dtype:
+// routing is discontinuous, and a bf16 rounding of its inputs flips near
+// ties that the reference resolves the other way; a router whose input the
+// checkpoint quantizes runs as its Linear) and go to the host
 // ([T][experts] fp32), which computes the softmax in float64, picks the
 // top k (the lower expert index first on a tie, as the reference and the
 // oracle do) and renormalises when norm_topk_prob. Each chosen expert then
@@ -30,7 +34,12 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 	d := ds.d
 	C, E, k, W := s.Hidden, s.MoE.Experts, s.MoE.TopK, s.MoE.Intermediate
 	ds.xaSrc = 0
-	if err := b.linear(ds, lw.lin[arch.ProjRouter], ds.h, T, ds.gate, 0); err != nil {
+	if lw.router32 != 0 {
+		// fp32 routing: the normed rows and the router weight unrounded.
+		if err := d.Gemm(device.Gemm{M: T, N: E, K: C, A: ds.h, B: lw.router32, C: ds.gate, AType: device.F32, BType: device.F32}); err != nil {
+			return fmt.Errorf("router: %w", err)
+		}
+	} else if err := b.linear(ds, lw.lin[arch.ProjRouter], ds.h, T, ds.gate, 0); err != nil {
 		return err
 	}
 	buf := make([]byte, T*max(E, C)*4)

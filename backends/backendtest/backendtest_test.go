@@ -121,6 +121,11 @@ func (b *broken) Score(ctx context.Context, w backends.Window, req backends.Requ
 			full, _ := b.Backend.Score(ctx, w, req)
 			sc.NLL = full.NLL[:len(sc.NLL)]
 		}
+	case "sees-future":
+		// Every NLL depends on the window's last token: not causal.
+		for i := range sc.NLL {
+			sc.NLL[i] += 1e-6 * float64(w.Tokens[len(w.Tokens)-1])
+		}
 	case "nondeterministic":
 		if len(sc.NLL) > 0 {
 			sc.NLL[0] += float64(b.n) * 1e-14 * sc.NLL[0]
@@ -149,6 +154,7 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		"kl-zero-bug":      "different distribution",
 		"first-ignored":    "First=1 gives",
 		"nondeterministic": "repeat",
+		"sees-future":      "the whole window gives",
 	}
 	for mode, want := range cases {
 		t.Run(mode, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qppl/qppl/eval"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -193,6 +195,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return ce.code
+	}
+	if eval.IsInput(err) {
+		return exitUsage
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/cuda"
 	"github.com/qppl/qppl/backends/cuda/device"
@@ -23,6 +25,47 @@ type backendOptions struct {
 	GPUSplit  string // --gpu-split GB per device, comma separated
 	MaxTokens int    // longest window (--ctx); 0 = the cuda backend's default
 	Log       io.Writer
+}
+
+// Backend flag names, declared once (backendFlags) for every command that
+// opens a backend.
+const (
+	flagBackend   = "backend"
+	flagPrecision = "precision"
+	flagGPUs      = "gpus"
+	flagGPUSplit  = "gpu-split"
+)
+
+// backendFlagSet selects which of the shared backend flags a command has.
+type backendFlagSet struct {
+	name      bool   // --backend (verify names two backends with --backends)
+	precision string // usage of --precision
+}
+
+// backendFlags declares --backend, --precision, --gpus and --gpu-split.
+func backendFlags(s backendFlagSet) []cli.Flag {
+	var fs []cli.Flag
+	if s.name {
+		fs = append(fs, &cli.StringFlag{Name: flagBackend, Value: "reference", Usage: "reference, emu or cuda"})
+	}
+	prec := s.precision
+	if prec == "" {
+		prec = "bf16, fp16 or fp32 (emu, cuda)"
+	}
+	return append(fs,
+		&cli.StringFlag{Name: flagPrecision, Usage: prec},
+		&cli.StringFlag{Name: flagGPUs, Usage: "GPU ids, e.g. 0,1 (cuda; emu: that many emulated devices)"},
+		&cli.StringFlag{Name: flagGPUSplit, Usage: "GB per GPU, e.g. 20,24 (cuda, emu)"},
+	)
+}
+
+// backendFromFlags reads the shared backend flags; maxTokens is the
+// longest window the command will score (its --ctx).
+func backendFromFlags(c *cli.Context, maxTokens int) backendOptions {
+	return backendOptions{
+		Name: c.String(flagBackend), Precision: c.String(flagPrecision), GPUs: c.String(flagGPUs), GPUSplit: c.String(flagGPUSplit),
+		MaxTokens: maxTokens, Log: c.App.ErrWriter,
+	}
 }
 
 // openBackend is the one place that names concrete backends.

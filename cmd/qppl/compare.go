@@ -7,10 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/dataset/hub"
+	"github.com/qppl/qppl/eval"
 	"github.com/qppl/qppl/plots"
 	"github.com/qppl/qppl/quant"
 )
@@ -208,24 +207,24 @@ func runCompare(c *cli.Context) error {
 	}
 	runDir := c.String("run-dir")
 	if runDir != "" {
-		hashes, hashFn, err := modelHashes(c.Context, models)
+		hashes, hashFn, err := suite.ModelHashes(c.Context, models)
 		if err != nil {
 			if c.Context.Err() != nil { // nothing evaluated yet: the same command starts it
 				return &interruptedError{err: err, runDir: runDir, note: "nothing was evaluated yet"}
 			}
 			return err
 		}
-		id := &compareIdentity{Data: data.Info, DataSpecHash: data.Hash, Windows: len(data.Windows), KLMode: data.KLMode,
+		id := &suite.Identity{Data: data.Info, DataSpecHash: data.Hash, Windows: len(data.Windows), KLMode: data.KLMode,
 			Engine: ev.Engine(), ExternalBase: externalKey}
-		rd, err := openCompareRunDir(runDir, id, models, hashes, stderr)
+		rd, err := suite.OpenRunDir(runDir, id, models, hashes, stderr)
 		if err != nil {
 			return err
 		}
-		defer rd.close()
+		defer rd.Close()
 		ev.runs = rd
 		so.ModelHash = hashFn
 		if models[0].Base && models[0].OutLogits == "" {
-			if ev.storeDir, err = rd.modelDir(models[0]); err != nil {
+			if ev.storeDir, err = rd.ModelDir(models[0]); err != nil {
 				return err
 			}
 		}
@@ -418,7 +417,7 @@ type cliEvaluator struct {
 	// externalKey names the --kld-base file externalPath.
 	externalKey, externalPath string
 	// runs, when set (--run-dir), journals every model's windows.
-	runs *compareRunDir
+	runs *suite.RunDir
 }
 
 func (e *cliEvaluator) Engine() string {
@@ -454,140 +453,31 @@ func (e *cliEvaluator) HasBase(key string) bool {
 	return true
 }
 
+// Evaluate opens job's model and backend and runs eval.Evaluate: the base
+// model writes its log-prob store, the others read it; with --run-dir the
+// model's journal is resumed.
 func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Result, error) {
-	var r compare.Result
-	m, err := arch.OpenDir(job.Model.ModelDir)
+	m, err := checkpoint.OpenDir(job.Model.ModelDir)
 	if err != nil {
-		return r, usageErr(err)
+		return compare.Result{}, usageErr(err)
 	}
 	defer m.Close()
 	rep, err := quant.Inspect(m)
 	if err != nil {
-		return r, usageErr(err)
+		return compare.Result{}, usageErr(err)
 	}
 	be, err := openBackend(m, e.backend)
 	if err != nil {
-		return r, err
+		return compare.Result{}, err
 	}
 	defer be.Close()
 	info := be.Info()
 	d := job.Data
-	klMode := compare.KLMode(d.KLMode)
-	runner := &compare.Runner{Backend: be, Windows: d.Windows, TopK: e.topK, Progress: &compare.Progress{W: e.progress}}
-
-	// Run directory: the model's journal; the base's store reused when
-	// complete, else the base evaluated again from its first window.
-	var rd *runDir
-	var done []compare.WindowResult
-	saveBase := job.SaveBase
-	if e.runs != nil {
-		if rd, err = e.openModelRun(job, info.Name, info.Precision, rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format, &saveBase); err != nil {
-			return r, err
-		}
-		defer rd.close()
-		done = rd.done
-		runner.Skip = compare.SkipFunc(done, compare.Shard{})
-		runner.OnWindow = rd.append
-	}
-
-	var store *compare.Store
-	var writer *compare.StoreWriter
-	if saveBase || job.UseBase {
-		if err := os.MkdirAll(e.storeDir, 0o755); err != nil {
-			return r, fmt.Errorf("base log-prob store: %w", err)
-		}
-	}
-	if saveBase {
-		layout, err := compare.StoreLayout(d.Windows, klMode, e.klRows)
-		if err != nil {
-			return r, usageErr(err)
-		}
-		h := compare.StoreHeader{
-			Encoding: e.encoding, Vocab: info.Vocab, KLMode: klMode, DataSpecHash: d.Hash, ModelHash: job.ModelHash,
-			TokensHash: d.Info.TokensHash, Method: d.Info.Method, Ctx: d.Info.Ctx, Stride: d.Info.Stride, Rows: d.Info.Rows, Windows: layout,
-		}
-		if klMode == compare.KLCompareQ {
-			h.KLRows = e.klRows
-		}
-		if writer, err = compare.CreateStore(e.storePath(job.BaseKey), h, d.Tokens); err != nil {
-			return r, err
-		}
-		defer writer.Abort()
-		runner.Save = writer
-	}
-	if job.UseBase {
-		if store, err = compare.OpenStore(e.storePath(job.BaseKey)); err != nil {
-			return r, err
-		}
-		defer store.Close()
-		if err := store.Check(compare.StoreExpect{DataSpecHash: d.Hash, Vocab: info.Vocab}); err != nil {
-			return r, err
-		}
-		runner.Base = store
-	}
-	start := time.Now()
-	fresh, err := runner.Run(ctx)
-	if err != nil {
-		if rd != nil && ctx.Err() != nil {
-			ie := &interruptedError{err: err, runDir: e.runs.dir, done: len(done) + len(fresh), total: len(d.Windows)}
-			ie.note = fmt.Sprintf("%d of %d windows are saved in %s", ie.done, ie.total, journalPath(rd.dir))
-			if saveBase {
-				ie.note = "the base model's log-prob store was not finished: resuming evaluates the base model again from its first window"
-			}
-			return r, ie
-		}
-		return r, err
-	}
-	if writer != nil {
-		if err := writer.Close(); err != nil {
-			return r, err
-		}
-	}
-	wrs := append(slices.Clip(done), fresh...)
-	r, err = compare.Reduce(wrs, compare.ReduceOptions{Method: compare.Method(d.Info.Method), KLMode: d.KLMode, TopK: e.topK, Ctx: d.Info.Ctx, Stride: d.Info.Stride})
-	if err != nil {
-		return r, err
-	}
-	secs := time.Since(start).Seconds()
-	r.Model = job.Model.ModelDir
-	r.ModelHash = job.ModelHash
-	r.Backend, r.Precision = info.Name, info.Precision
-	r.Method, r.Ctx, r.Stride, r.Rows = d.Info.Method, d.Info.Ctx, d.Info.Stride, d.Info.Rows
-	r.BPWLayer, r.BPWHead, r.VRAMGB, r.Format = rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format
-	r.Data, r.DataSpecHash, r.TokensHash = d.Info, d.Hash, d.Info.TokensHash
-	if r.KLD != nil && store != nil {
-		h := store.Header()
-		r.KLD.BaseFormat = string(h.Encoding)
-		r.KLD.BaseKey = h.Key()
-	}
-	if secs > 0 {
-		var tok int64
-		for _, w := range d.Windows {
-			if runner.Skip == nil || !runner.Skip(w.Index) {
-				tok += int64(len(w.Tokens))
-			}
-		}
-		r.Timing = &compare.Timing{Seconds: secs, TokensPerSec: float64(tok) / secs}
-	}
-	return r, nil
-}
-
-// openModelRun opens job's journal in the run directory. For the base model
-// (*saveBase) a complete log-prob store with a complete journal is reused
-// (*saveBase becomes false: nothing is evaluated); otherwise its journal is
-// discarded and the base runs again from its first window, writing the
-// store, since a store that was not finished cannot be continued.
-func (e *cliEvaluator) openModelRun(job suite.Job, backend, precision string, bpwLayer, bpwHead, vram float64, format string, saveBase *bool) (*runDir, error) {
-	sub, err := e.runs.modelDir(job.Model)
-	if err != nil {
-		return nil, err
-	}
-	d := job.Data
-	id := &runIdentity{
-		Version: identityVersion, Command: "compare",
-		Model: job.Model.ModelDir, ModelHash: job.ModelHash, Label: job.Model.Label, Backend: backend, Precision: precision,
+	id := &eval.Identity{
+		Version: eval.IdentityVersion, Command: "compare",
+		Model: job.Model.ModelDir, ModelHash: job.ModelHash, Label: job.Model.Label, Backend: info.Name, Precision: info.Precision,
 		Data: d.Info, DataSpecHash: d.Hash, Windows: len(d.Windows),
-		TopK: e.topK, BPWLayer: bpwLayer, BPWHead: bpwHead, VRAMGB: vram, Format: format,
+		TopK: e.topK, BPWLayer: rep.BPWLayer, BPWHead: rep.BPWHead, VRAMGB: rep.VRAMGB, Format: rep.Format,
 	}
 	if job.SaveBase || job.UseBase {
 		id.KLMode, id.KLBaseKey, id.KLBaseFormat = d.KLMode, job.BaseKey, string(e.encoding)
@@ -595,42 +485,57 @@ func (e *cliEvaluator) openModelRun(job suite.Job, backend, precision string, bp
 			id.KLBaseFormat = "external"
 		}
 	}
-	rd, err := openRunDir(sub, id, d.Windows)
+	o := eval.Options{Windows: d.Windows, Identity: id, TopK: e.topK, Progress: e.progress}
+
+	// Run directory: the model's journal; the base's store reused when
+	// complete, else the base evaluated again from its first window.
+	saveBase := job.SaveBase
+	storePath := e.storePath(job.BaseKey)
+	if e.runs != nil {
+		if o.RunDir, err = e.runs.OpenModel(job, id, storePath, func() bool { return e.HasBase(job.BaseKey) }, &saveBase); err != nil {
+			return compare.Result{}, err
+		}
+		defer o.RunDir.Close()
+	}
+	if saveBase || job.UseBase {
+		if err := os.MkdirAll(e.storeDir, 0o755); err != nil {
+			return compare.Result{}, fmt.Errorf("base log-prob store: %w", err)
+		}
+	}
+	if saveBase {
+		bs := eval.BaseStore{Path: storePath, Encoding: e.encoding, KLMode: compare.KLMode(d.KLMode), KLRows: e.klRows, ModelHash: job.ModelHash, Vocab: info.Vocab}
+		if o.Save, err = eval.CreateBaseStore(bs, d.Windows, d.Tokens, d.Info, d.Hash); err != nil {
+			return compare.Result{}, err
+		}
+		defer o.Save.Abort()
+	}
+	if job.UseBase {
+		if o.Base, err = compare.OpenStore(storePath); err != nil {
+			return compare.Result{}, err
+		}
+		defer o.Base.Close()
+		if err := o.Base.Check(compare.StoreExpect{DataSpecHash: d.Hash, Vocab: info.Vocab}); err != nil {
+			return compare.Result{}, err
+		}
+	}
+	out, err := eval.Evaluate(ctx, be, o)
 	if err != nil {
-		return nil, err
-	}
-	label := job.Model.Label
-	if *saveBase {
-		if len(rd.done) == len(d.Windows) && e.HasBase(job.BaseKey) {
-			*saveBase = false
-			fmt.Fprintf(e.runs.log, "qppl: %s: reusing its finished windows (%s) and complete log-prob store (%s)\n", label, journalPath(sub), e.storePath(job.BaseKey))
-			return rd, nil
-		}
-		if p := e.storePath(job.BaseKey); e.runs.contains(p) {
-			if n, err := removeStaleTemps(p); err != nil {
-				rd.close()
-				return nil, err
-			} else if n > 0 {
-				fmt.Fprintf(e.runs.log, "qppl: %s: removed the unfinished log-prob store an interrupted run left (%s.tmp*)\n", label, p)
+		var in *eval.Interrupted
+		if o.RunDir != nil && errors.As(err, &in) {
+			ie := &interruptedError{err: in.Err, runDir: e.runs.Dir, done: in.Done, total: in.Total}
+			ie.note = fmt.Sprintf("%d of %d windows are saved in %s", ie.done, ie.total, journalPath(o.RunDir.Dir))
+			if saveBase {
+				ie.note = "the base model's log-prob store was not finished: resuming evaluates the base model again from its first window"
 			}
+			return compare.Result{}, ie
 		}
-		if len(rd.done) > 0 {
-			fmt.Fprintf(e.runs.log, "qppl: %s: its log-prob store is missing or was not finished: evaluating the base model again from its first window (%d journaled windows discarded)\n", label, len(rd.done))
-			rd.close()
-			if err := resetJournal(sub); err != nil {
-				return nil, err
-			}
-			if rd, err = openRunDir(sub, id, d.Windows); err != nil {
-				return nil, err
-			}
-		}
-		return rd, nil
+		return compare.Result{}, err
 	}
-	switch n := len(rd.done); {
-	case n == len(d.Windows):
-		fmt.Fprintf(e.runs.log, "qppl: %s: all %d windows already done (%s)\n", label, n, journalPath(sub))
-	case n > 0:
-		fmt.Fprintf(e.runs.log, "qppl: %s: resuming from %s: %d of %d windows already done\n", label, journalPath(sub), n, len(d.Windows))
-	}
-	return rd, nil
+	return out.Result, nil
 }
+
+// compareJournalName is the identity file of a compare run directory.
+const compareJournalName = eval.CompareJournalName
+
+// modelSubdir names model i's subdirectory of a compare run directory.
+func modelSubdir(i int, label string) string { return suite.ModelSubdir(i, label) }

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,10 +16,9 @@ import (
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/compare"
-	"github.com/qppl/qppl/dataset"
 	"github.com/qppl/qppl/dataset/hub"
+	"github.com/qppl/qppl/eval"
 	"github.com/qppl/qppl/quant"
-	"github.com/qppl/qppl/tokenizer"
 )
 
 // evalOptions are the flags of `qppl eval`.
@@ -130,43 +126,20 @@ func newEvalCmd() *cli.Command {
 	}
 }
 
-// evalData is the token stream of a run and where it came from.
-type evalData struct {
-	tokens    []int32
-	docs      []compare.Document // lm-eval only
-	source    string
-	join      string
-	tokenizer string
-	bos       int32 // llamacpp chunk BOS, -1 = none
-	prefix    int32 // lm-eval document prefix token
-}
-
-// runEval reads top to bottom: model → dataset → tokenizer → windows →
-// backend → run → metrics → report.
+// runEval reads top to bottom: model → data (eval.Prepare) → base
+// log-probs → backend → identity and run directory → eval.Evaluate →
+// report.
 func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	method, err := compare.ParseMethod(o.Method)
+	method, shard, err := o.check()
 	if err != nil {
 		return usageErr(err)
 	}
-	if err := o.check(method); err != nil {
-		return usageErr(err)
-	}
-	shard, err := compare.ParseShard(o.Shard)
+	m, dir, err := openEvalModel(ctx, o.Model, o.Revision, stderr)
 	if err != nil {
-		return usageErr(fmt.Errorf("eval: --%w", err))
-	}
-
-	// Model.
-	dir, err := hub.ResolveModel(ctx, o.Model, hub.ModelOptions{Revision: o.Revision, Progress: stderr})
-	if err != nil {
-		return usageErr(err)
-	}
-	m, err := arch.OpenDir(dir)
-	if err != nil {
-		return usageErr(err)
+		return err
 	}
 	defer m.Close()
 	if o.CtxFromModel {
@@ -176,115 +149,161 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if method == compare.MethodLMEval {
 		o.Backend.MaxTokens = o.Ctx + 1 // a window holds its input and the last target
 	}
-	// An unsupported quantization is an input error, found before anything
-	// runs.
-	if _, err := quant.ParseJSON(m.Config.QuantizationConfig, m.Config.TorchDtype, filepath.Join(dir, checkpoint.ConfigFile)); err != nil {
-		return usageErr(fmt.Errorf("eval: %w", err))
-	}
-
-	// Dataset and tokenizer.
-	data, err := evalLoadData(ctx, o, method, dir, m.Config, stderr)
+	data, err := eval.Prepare(ctx, o.prepareOptions(method, dir, m.Config, stderr))
 	if err != nil {
-		return usageErr(err)
+		return usageErr(prefixDataError("eval", err))
 	}
-	vocab := m.Config.VocabSize
-	if err := evalCheckTokens(data, vocab); err != nil {
-		return usageErr(err)
-	}
-
-	// Windows.
-	var ws []backends.Window
-	var words, bytes int64
-	if method == compare.MethodLMEval {
-		ws, _, err = compare.LMEvalWindows(data.docs, o.Ctx, data.prefix, o.Rows)
-		docs := data.docs
-		if o.Rows > 0 && o.Rows <= len(docs) {
-			docs = docs[:o.Rows]
-		}
-		for _, d := range docs {
-			words += int64(d.Words)
-			bytes += int64(d.Bytes)
-		}
-	} else {
-		ws, err = compare.Windows(data.tokens, compare.WindowOptions{Method: method, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows, BOS: data.bos})
-	}
-	if err != nil {
-		return usageErr(err)
-	}
-	spec := compare.DataSpec{
-		Source: data.source, Join: data.join, Tokenizer: data.tokenizer, NumTokens: len(data.tokens),
-		TokensHash: compare.TokensHash(data.tokens), Method: string(method), Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows,
-		Documents: len(data.docs),
-	}
-	if !method.UsesStride() {
-		spec.Stride = 0
-	}
-	specHash := spec.Hash()
-
 	// Output files are written after the run: a directory that is not there
 	// must not cost the run. (--run-dir is created later, with its parents,
 	// which the outputs may share, so only those are taken as existing.)
 	if err := checkOutputDirs("eval", map[string]string{"json": o.JSON, "nll-out": o.NLLOut, "tokens-out": o.TokensOut, "save-logits": o.SaveLogits}, o.RunDir); err != nil {
 		return usageErr(err)
 	}
-
-	// Base log-probs: read (--kld-base) or write (--save-logits).
-	var base *compare.Store
-	klMode := compare.KLScored
-	if o.KLDBase != "" {
-		base, err = compare.OpenStore(o.KLDBase)
-		if err != nil {
-			return usageErr(err)
-		}
+	base, klMode, err := o.openBase(data, m.Config.VocabSize)
+	if err != nil {
+		return err
+	}
+	if base != nil {
 		defer base.Close()
-		if err := base.Check(compare.StoreExpect{DataSpecHash: specHash, Vocab: vocab}); err != nil {
-			return usageErr(err)
-		}
-		klMode = base.KLMode()
-		if want := o.klMode(); want != "" && want != klMode {
-			return usageErr(fmt.Errorf("--kld-mode %s, but %s holds %s-mode log-probs", want, o.KLDBase, klMode))
-		}
-		if o.KLDRows > 0 && o.KLDRows != base.Header().KLRows {
-			return usageErr(fmt.Errorf("--kld-rows %d, but %s holds %d rows", o.KLDRows, o.KLDBase, base.Header().KLRows))
-		}
-		for _, w := range ws { // shapes and (llama.cpp file) tokens, before any forward pass
-			if _, ok, err := base.Window(w); err != nil {
-				return usageErr(err)
-			} else if !ok && klMode == compare.KLScored {
-				return usageErr(fmt.Errorf("%s holds no base log-probs for window %d: it was made for a different run", o.KLDBase, w.Index))
-			}
-		}
 	}
 	var save *compare.StoreWriter
 	var modelHash string
 	if o.SaveLogits != "" {
-		if klMode = o.klMode(); klMode == "" {
-			klMode = compare.KLScored
-		}
 		if klMode == compare.KLCompareQ && (o.LogitsFormat == "" || o.LogitsFormat == string(compare.EncodingU16)) {
 			fmt.Fprintf(stderr, "qppl: warning: --logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it\n")
 		}
-		save, modelHash, err = evalCreateStore(o, dir, klMode, ws, data.tokens, spec, specHash, vocab)
-		if err != nil {
+		if save, modelHash, err = o.createStore(dir, klMode, data, m.Config.VocabSize); err != nil {
 			return err
 		}
 		defer save.Abort()
 	}
-
-	// Backend.
 	be, err := openBackend(m, o.Backend)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	info := be.Info()
+	id := o.identity(m, be.Info(), data, klMode, modelHash, shard, base, stderr)
+	var rd *eval.RunDir
+	if o.RunDir != "" {
+		if rd, err = openEvalRunDir(o.RunDir, id, dir, data.Windows, stderr); err != nil {
+			return err
+		}
+		defer rd.Close()
+	}
+	out, err := eval.Evaluate(ctx, be, eval.Options{
+		Windows: data.Windows, Identity: id, Base: base, Save: save, TopK: o.TopK, Top1: o.TokensOut != "" || rd != nil,
+		Shard: shard, RunDir: rd, Progress: stderr,
+	})
+	if err != nil {
+		var in *eval.Interrupted
+		if errors.As(err, &in) {
+			return &interruptedError{err: in.Err, runDir: o.RunDir, done: in.Done, total: in.Total}
+		}
+		return err
+	}
+	if o.Shard != "" {
+		fmt.Fprintf(stdout, "shard %s: %d windows done (%d this time) in %s\n", id.Shard, len(out.Windows), out.Fresh, journalPath(o.RunDir))
+		fmt.Fprintf(stdout, "when all %d shards are done: qppl merge DIR... --json FILE\n", shard.N)
+		return nil
+	}
+	return o.report(out, data, klMode, m.Config.VocabSize, stdout, stderr)
+}
 
-	// Identity: everything that decides the result but the windows' scores.
-	id := &runIdentity{
-		Version: identityVersion, Command: "eval",
+// openEvalModel resolves --model (a directory or a hub id) and opens it;
+// an unsupported quantization is an input error found before anything
+// runs.
+func openEvalModel(ctx context.Context, model, revision string, stderr io.Writer) (*checkpoint.Model, string, error) {
+	dir, err := hub.ResolveModel(ctx, model, hub.ModelOptions{Revision: revision, Progress: stderr})
+	if err != nil {
+		return nil, "", usageErr(err)
+	}
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		return nil, "", usageErr(err)
+	}
+	if _, err := quant.ParseJSON(m.Config.QuantizationConfig, m.Config.TorchDtype, filepath.Join(dir, checkpoint.ConfigFile)); err != nil {
+		m.Close()
+		return nil, "", usageErr(fmt.Errorf("eval: %w", err))
+	}
+	return m, dir, nil
+}
+
+// prefixDataError names the command in the errors eval.Prepare finds in
+// the data itself.
+func prefixDataError(cmd string, err error) error {
+	var de *eval.DataError
+	if errors.As(err, &de) {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	return err
+}
+
+// prepareOptions maps the data flags onto eval.Prepare: --tokens as is;
+// --text and --dataset tokenized with the model's tokenizer.json.
+func (o *evalOptions) prepareOptions(method compare.Method, dir string, cfg *checkpoint.Config, stderr io.Writer) eval.PrepareOptions {
+	return eval.PrepareOptions{
+		Source:    eval.Source{Text: o.Text, Tokens: o.Tokens, Dataset: o.Dataset, Join: o.Join},
+		Tokenizer: dir,
+		Model:     modelVocabulary(cfg),
+		Method:    method, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows,
+		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
+			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
+			return r.Paths, err
+		},
+	}
+}
+
+// modelVocabulary is what eval.Prepare needs of config.json.
+func modelVocabulary(cfg *checkpoint.Config) eval.Vocabulary {
+	return eval.Vocabulary{Size: cfg.VocabSize, BOS: cfg.BOSTokenID, EOS: cfg.EOSTokenID}
+}
+
+// openBase opens --kld-base and checks it against the run before any
+// forward pass; it returns the KL mode of the run.
+func (o *evalOptions) openBase(data *eval.Data, vocab int) (*compare.Store, compare.KLMode, error) {
+	if o.KLDBase == "" {
+		mode := o.klMode() // --save-logits: the mode asked for
+		if mode == "" || o.SaveLogits == "" {
+			mode = compare.KLScored
+		}
+		return nil, mode, nil
+	}
+	base, err := compare.OpenStore(o.KLDBase)
+	if err != nil {
+		return nil, "", usageErr(err)
+	}
+	fail := func(err error) (*compare.Store, compare.KLMode, error) {
+		base.Close()
+		return nil, "", usageErr(err)
+	}
+	if err := base.Check(compare.StoreExpect{DataSpecHash: data.Hash, Vocab: vocab}); err != nil {
+		return fail(err)
+	}
+	mode := base.KLMode()
+	if want := o.klMode(); want != "" && want != mode {
+		return fail(fmt.Errorf("--kld-mode %s, but %s holds %s-mode log-probs", want, o.KLDBase, mode))
+	}
+	if o.KLDRows > 0 && o.KLDRows != base.Header().KLRows {
+		return fail(fmt.Errorf("--kld-rows %d, but %s holds %d rows", o.KLDRows, o.KLDBase, base.Header().KLRows))
+	}
+	for _, w := range data.Windows { // shapes and (llama.cpp file) tokens, before any forward pass
+		if _, ok, err := base.Window(w); err != nil {
+			return fail(err)
+		} else if !ok && mode == compare.KLScored {
+			return fail(fmt.Errorf("%s holds no base log-probs for window %d: it was made for a different run", o.KLDBase, w.Index))
+		}
+	}
+	return base, mode, nil
+}
+
+// identity is everything that decides this run's result but the windows'
+// scores (the journal header of --run-dir).
+func (o *evalOptions) identity(m *checkpoint.Model, info backends.Info, data *eval.Data, klMode compare.KLMode, modelHash string, shard compare.Shard, base *compare.Store, stderr io.Writer) *eval.Identity {
+	id := &eval.Identity{
+		Version: eval.IdentityVersion, Command: "eval",
 		Model: o.Model, ModelHash: modelHash, Label: o.Label, Backend: info.Name, Precision: info.Precision,
-		Data: spec, DataSpecHash: specHash, Windows: len(ws),
-		KLMode: string(klMode), TopK: o.TopK, Words: words, Bytes: bytes, Bootstrap: o.Bootstrap, Seed: o.Seed,
+		Data: data.Spec, DataSpecHash: data.Hash, Windows: len(data.Windows),
+		KLMode: string(klMode), TopK: o.TopK, Words: data.Words, Bytes: data.Bytes, Bootstrap: o.Bootstrap, Seed: o.Seed,
 	}
 	if o.Shard != "" {
 		id.Shard = fmt.Sprintf("%d/%d", shard.I, shard.N)
@@ -295,109 +314,82 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format = rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format
 	}
 	if base != nil {
-		h := base.Header()
-		id.KLBaseFormat = string(h.Encoding)
-		if h.Container == compare.ContainerLlamaCpp {
-			id.KLBaseFormat = "llamacpp-u16"
-		}
-		id.KLBaseKey = h.Key()
+		id.KLBaseFormat, id.KLBaseKey = eval.BaseDescription(base.Header())
 	}
+	return id
+}
 
-	// Run directory: journal, resume.
-	var rd *runDir
-	if o.RunDir != "" {
-		if id.ModelHash == "" {
-			if id.ModelHash, err = compare.ModelHash(dir); err != nil {
-				return err
+// openEvalRunDir opens --run-dir (the model files' hash joins the
+// identity) and says how much of the run is already done.
+func openEvalRunDir(dir string, id *eval.Identity, modelDir string, ws []backends.Window, stderr io.Writer) (*eval.RunDir, error) {
+	if id.ModelHash == "" {
+		h, err := compare.ModelHash(modelDir)
+		if err != nil {
+			return nil, err
+		}
+		id.ModelHash = h
+	}
+	rd, err := eval.OpenRunDir(dir, id, ws)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(rd.Done); n > 0 {
+		shard, _ := compare.ParseShard(id.Shard)
+		total := 0
+		for _, w := range ws {
+			if shard.Has(w.Index) {
+				total++
 			}
 		}
-		if rd, err = openRunDir(o.RunDir, id, ws); err != nil {
-			return err
-		}
-		defer rd.close()
+		fmt.Fprintf(stderr, "qppl: resuming from %s: %d of %d windows already done\n", journalPath(dir), n, total)
 	}
-	total := 0
-	for _, w := range ws {
-		if shard.Has(w.Index) {
-			total++
-		}
-	}
-	var done []compare.WindowResult
-	if rd != nil {
-		done = rd.done
-		if len(done) > 0 {
-			fmt.Fprintf(stderr, "qppl: resuming from %s: %d of %d windows already done\n", journalPath(o.RunDir), len(done), total)
-		}
-	}
+	return rd, nil
+}
 
-	// Run.
-	start := time.Now()
-	runner := &compare.Runner{
-		Backend: be, Windows: ws, Base: base, Save: save, TopK: o.TopK, Top1: o.TokensOut != "" || rd != nil,
-		Progress: &compare.Progress{W: stderr},
-		Skip:     compare.SkipFunc(done, shard),
-	}
-	if rd != nil {
-		runner.OnWindow = rd.append
-	}
-	fresh, err := runner.Run(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return &interruptedError{err: err, runDir: o.RunDir, done: len(done) + len(fresh), total: total}
-		}
-		return err
-	}
-	elapsed := time.Since(start)
-	results := append(slices.Clip(done), fresh...)
-	if o.Shard != "" {
-		fmt.Fprintf(stdout, "shard %s: %d windows done (%d this time) in %s\n", id.Shard, len(results), len(fresh), journalPath(o.RunDir))
-		fmt.Fprintf(stdout, "when all %d shards are done: qppl merge DIR... --json FILE\n", shard.N)
-		return nil
-	}
-
-	// Metrics.
-	res, err := reduceRun(results, id)
-	if err != nil {
-		return err
-	}
-	var fwd int64
-	for _, w := range ws {
-		if !runner.Skip(w.Index) {
-			fwd += int64(len(w.Tokens))
-		}
-	}
-	res.Timing = &compare.Timing{Seconds: elapsed.Seconds(), TokensPerSec: float64(fwd) / elapsed.Seconds()}
-
-	// Report: files first (each atomic), then the summary.
-	if save != nil {
-		if err := save.Close(); err != nil {
-			return err
-		}
+// report writes the output files (each atomic), then the summary.
+func (o *evalOptions) report(out *eval.Outcome, data *eval.Data, klMode compare.KLMode, vocab int, stdout, stderr io.Writer) error {
+	if o.SaveLogits != "" {
 		if fi, err := os.Stat(o.SaveLogits); err == nil {
 			fmt.Fprintf(stderr, "qppl: wrote base log-probs %s (%s, %s mode, vocab %d): %d bytes (%.1f MB)\n",
 				o.SaveLogits, o.LogitsFormat, klMode, vocab, fi.Size(), float64(fi.Size())/1e6)
 		}
 	}
 	if o.JSON != "" {
-		if err := writeResultJSON(o.JSON, &res); err != nil {
+		if err := writeResultJSON(o.JSON, &out.Result); err != nil {
 			return err
 		}
 	}
 	if o.NLLOut != "" {
-		if err := compare.WriteNLL(o.NLLOut, results); err != nil {
+		if err := compare.WriteNLL(o.NLLOut, out.Windows); err != nil {
 			return err
 		}
 	}
 	if o.TokensOut != "" {
-		if err := compare.WriteTokens(o.TokensOut, ws, results); err != nil {
+		if err := compare.WriteTokens(o.TokensOut, data.Windows, out.Windows); err != nil {
 			return err
 		}
 	}
-	return compare.WriteSummary(stdout, &res)
+	return compare.WriteSummary(stdout, &out.Result)
 }
 
 // check validates flag combinations before anything is read.
-func (o *evalOptions) check(method compare.Method) error {
+func (o *evalOptions) check() (compare.Method, compare.Shard, error) {
+	method, err := compare.ParseMethod(o.Method)
+	if err != nil {
+		return "", compare.Shard{}, err
+	}
+	if err := o.checkFlags(method); err != nil {
+		return "", compare.Shard{}, err
+	}
+	shard, err := compare.ParseShard(o.Shard)
+	if err != nil {
+		return "", compare.Shard{}, fmt.Errorf("eval: --%w", err)
+	}
+	return method, shard, nil
+}
+
+// checkFlags validates the flag combinations of method.
+func (o *evalOptions) checkFlags(method compare.Method) error {
 	n := 0
 	for _, s := range []string{o.Text, o.Tokens, o.Dataset} {
 		if s != "" {
@@ -462,172 +454,27 @@ func (o *evalOptions) klMode() compare.KLMode {
 	return compare.KLMode(o.KLDMode)
 }
 
-// evalLoadData reads the token stream (and lm-eval documents): --tokens
-// as is; --text and --dataset tokenized with the model's tokenizer.json,
-// with special tokens exactly when the method's reference adds them.
-func evalLoadData(ctx context.Context, o evalOptions, method compare.Method, dir string, cfg *checkpoint.Config, stderr io.Writer) (*evalData, error) {
-	d := &evalData{bos: -1, prefix: -1}
-	var tok *tokenizer.Tokenizer
-	if o.Text != "" || o.Dataset != "" {
-		var err error
-		if tok, err = tokenizer.Load(dir); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("eval: %s has no tokenizer.json to tokenize the text with: add the model's tokenizer.json, or tokenize elsewhere and pass --tokens FILE.i32", dir)
-			}
-			return nil, fmt.Errorf("eval: %w", err)
-		}
-		d.tokenizer = dir
-	} else if t, err := tokenizer.Load(dir); err == nil {
-		tok = t // only for the BOS id
-	}
-	if tok != nil {
-		if tv := tok.VocabSize(); tv > cfg.VocabSize {
-			return nil, fmt.Errorf("eval: %s has %d token ids but config.json's vocab_size is %d: the tokenizer does not belong to this model", filepath.Join(dir, "tokenizer.json"), tv, cfg.VocabSize)
-		}
-		if b, ok := tok.BOS(); ok {
-			d.bos = b
-		}
-	}
-	if d.bos < 0 && cfg.BOSTokenID >= 0 && tok == nil {
-		d.bos = int32(cfg.BOSTokenID)
-	}
-	switch {
-	case o.Tokens != "":
-		ids, err := dataset.ReadTokens(o.Tokens)
-		if err != nil {
-			return nil, err
-		}
-		d.tokens, d.source = ids, o.Tokens
-	case o.Text != "":
-		b, err := os.ReadFile(o.Text)
-		if err != nil {
-			return nil, fmt.Errorf("eval: --text: %w", err)
-		}
-		if err := dataset.CheckUTF8(o.Text, b); err != nil {
-			return nil, fmt.Errorf("eval: --text: %w", err)
-		}
-		text := string(b)
-		if method == compare.MethodLlamaCpp {
-			// llama-perplexity -f drops one trailing "\n" (common/arg.cpp).
-			text = strings.TrimSuffix(text, "\n")
-		}
-		d.tokens, d.source = tok.Encode(text, method.AddSpecialTokens()), o.Text
-	default:
-		r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
-		if err != nil {
-			return nil, err
-		}
-		corpus, err := dataset.LoadAll(r.Paths, dataset.LoadOptions{})
-		if err != nil {
-			return nil, err
-		}
-		d.source = "wikitext2:" + strings.Join(r.Paths, ",")
-		if method == compare.MethodLMEval {
-			d.join = "documents"
-			d.prefix = d.bos
-			if d.prefix < 0 {
-				if cfg.EOSTokenID < 0 {
-					return nil, fmt.Errorf("eval: lm-eval needs a BOS or EOS token as document prefix; %s has neither", dir)
-				}
-				d.prefix = int32(cfg.EOSTokenID)
-			}
-			for _, doc := range corpus.Documents() {
-				ids := tok.Encode(doc.Detokenized, false)
-				d.docs = append(d.docs, compare.Document{Tokens: ids, Words: doc.Words, Bytes: doc.Bytes})
-				d.tokens = append(d.tokens, ids...)
-			}
-			return d, nil
-		}
-		join := o.Join
-		if join == "" && method == compare.MethodLlamaCpp {
-			join = string(dataset.JoinLlamaCpp)
-		}
-		jm, err := dataset.ParseJoinMode(join)
-		if err != nil {
-			return nil, err
-		}
-		text, err := corpus.Text(jm)
-		if err != nil {
-			return nil, err
-		}
-		d.join = string(jm)
-		d.tokens = tok.Encode(text, method.AddSpecialTokens())
-	}
-	return d, nil
-}
-
-// evalCheckTokens rejects ids outside the model's vocabulary.
-func evalCheckTokens(d *evalData, vocab int) error {
-	for i, t := range d.tokens {
-		if t < 0 || int(t) >= vocab {
-			return fmt.Errorf("eval: %s: token %d (position %d) is outside the model's vocabulary [0, %d)", d.source, t, i, vocab)
-		}
-	}
-	for _, t := range []int32{d.bos, d.prefix} {
-		if int(t) >= vocab {
-			return fmt.Errorf("eval: special token %d is outside the model's vocabulary [0, %d)", t, vocab)
-		}
-	}
-	return nil
-}
-
-// evalCreateStore opens the --save-logits store, keyed by the data spec
-// and the model files.
-func evalCreateStore(o evalOptions, dir string, mode compare.KLMode, ws []backends.Window, tokens []int32, spec compare.DataSpec, specHash string, vocab int) (*compare.StoreWriter, string, error) {
-	container, enc := compare.ContainerQPPL, compare.Encoding(o.LogitsFormat)
+// createStore opens the --save-logits store, keyed by the data spec and
+// the model files; it returns the model files' hash.
+func (o *evalOptions) createStore(dir string, mode compare.KLMode, data *eval.Data, vocab int) (*compare.StoreWriter, string, error) {
+	bs := eval.BaseStore{Path: o.SaveLogits, Encoding: compare.Encoding(o.LogitsFormat), KLMode: mode, KLRows: o.KLDRows, Vocab: vocab}
 	if o.LogitsFormat == "llamacpp" {
-		container, enc = compare.ContainerLlamaCpp, compare.EncodingU16
+		bs.Container, bs.Encoding = compare.ContainerLlamaCpp, compare.EncodingU16
 	} else if _, err := compare.ParseEncoding(o.LogitsFormat); err != nil {
 		return nil, "", usageErr(err)
 	}
-	klRows := 0
-	if mode == compare.KLCompareQ {
-		klRows = o.KLDRows
-		if klRows == 0 {
-			klRows = min(compare.DefaultKLRows, len(ws))
-		}
+	if mode == compare.KLCompareQ && bs.KLRows == 0 {
+		bs.KLRows = min(compare.DefaultKLRows, len(data.Windows))
 	}
-	layout, err := compare.StoreLayout(ws, mode, klRows)
-	if err != nil {
-		return nil, "", usageErr(err)
-	}
-	modelHash, err := compare.ModelHash(dir)
-	if err != nil {
+	var err error
+	if bs.ModelHash, err = compare.ModelHash(dir); err != nil {
 		return nil, "", err
 	}
-	h := compare.StoreHeader{
-		Container: container, Encoding: enc, Vocab: vocab, KLMode: mode, KLRows: klRows,
-		DataSpecHash: specHash, ModelHash: modelHash, TokensHash: spec.TokensHash,
-		Method: spec.Method, Ctx: spec.Ctx, Stride: spec.Stride, Rows: spec.Rows, Windows: layout,
-	}
-	s, err := compare.CreateStore(o.SaveLogits, h, tokens)
+	s, err := eval.CreateBaseStore(bs, data.Windows, data.Tokens, data.Spec, data.Hash)
 	if err != nil {
 		return nil, "", usageErr(err)
 	}
-	return s, modelHash, nil
-}
-
-// reduceRun reduces window results and fills the result's descriptive
-// fields from the run identity. eval and merge both end here, so a merged
-// run writes exactly what the unsharded run writes.
-func reduceRun(results []compare.WindowResult, id *runIdentity) (compare.Result, error) {
-	res, err := compare.Reduce(results, compare.ReduceOptions{
-		Method: compare.Method(id.Data.Method), Words: id.Words, Bytes: id.Bytes, KLMode: id.KLMode, TopK: id.TopK,
-		Bootstrap: id.Bootstrap, Seed: id.Seed, Ctx: id.Data.Ctx, Stride: id.Data.Stride,
-	})
-	if err != nil {
-		return res, err
-	}
-	res.Label, res.Model, res.ModelHash = id.Label, id.Model, id.ModelHash
-	res.Backend, res.Precision = id.Backend, id.Precision
-	res.Method, res.Ctx, res.Stride, res.Rows = id.Data.Method, id.Data.Ctx, id.Data.Stride, id.Data.Rows
-	res.Data, res.DataSpecHash, res.TokensHash = id.Data, id.DataSpecHash, id.Data.TokensHash
-	res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format
-	if res.KLD != nil && id.KLBaseKey != "" {
-		res.KLD.BaseFormat = id.KLBaseFormat
-		res.KLD.BaseKey = id.KLBaseKey
-	}
-	return res, nil
+	return s, bs.ModelHash, nil
 }
 
 // writeResultJSON writes one result as indented JSON, atomically.

@@ -15,6 +15,8 @@ import (
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/compare/verify"
+	"github.com/qppl/qppl/dataset/hub"
+	"github.com/qppl/qppl/eval"
 	"github.com/qppl/qppl/quant"
 )
 
@@ -128,31 +130,9 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 			*dst = v
 		}
 	}
-	vocab := m.Config.VocabSize
-	var tokens []int32
-	if o.Tokens == "" && o.Text == "" && o.Dataset == "" {
-		// Deterministic synthetic ids: enough to exercise every kernel.
-		n := o.Ctx + (o.Windows-1)*o.Stride + 1
-		tokens = make([]int32, n)
-		x := uint64(0x9E3779B97F4A7C15)
-		for i := range tokens {
-			x = x*6364136223846793005 + 1442695040888963407
-			tokens[i] = int32((x >> 33) % uint64(vocab))
-		}
-		fmt.Fprintf(stderr, "verify: no --tokens/--text/--dataset: using %d deterministic synthetic token ids\n", n)
-	} else {
-		d, err := evalLoadData(ctx, evalOptions{Tokens: o.Tokens, Text: o.Text, Dataset: o.Dataset, Data: o.Data}, compare.MethodCompareQ, o.Model, m.Config, stderr)
-		if err != nil {
-			return usageErr(err)
-		}
-		if err := evalCheckTokens(d, vocab); err != nil {
-			return usageErr(err)
-		}
-		tokens = d.tokens
-	}
-	ws, err := compare.Windows(tokens, compare.WindowOptions{Method: compare.MethodCompareQ, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Windows, BOS: -1})
+	ws, err := verifyWindows(ctx, o, m.Config, stderr)
 	if err != nil {
-		return usageErr(fmt.Errorf("verify: %w", err))
+		return err
 	}
 	var bes [2]backends.Backend
 	for i, name := range o.Backends {
@@ -192,6 +172,42 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 		return &codedError{exitRegressed, errors.New("verify: differences beyond tolerance: " + strings.Join(rep.Failures, "; "))}
 	}
 	return nil
+}
+
+// verifyWindows cuts --windows windows of --ctx tokens (stride --stride)
+// from the data (eval.Prepare, as eval reads it), or from deterministic
+// synthetic ids when no data is given.
+func verifyWindows(ctx context.Context, o verifyOptions, cfg *checkpoint.Config, stderr io.Writer) ([]backends.Window, error) {
+	po := eval.PrepareOptions{
+		Source:    eval.Source{Text: o.Text, Tokens: o.Tokens, Dataset: o.Dataset},
+		Tokenizer: o.Model, Model: modelVocabulary(cfg),
+		Method: compare.MethodCompareQ, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Windows,
+		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
+			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
+			return r.Paths, err
+		},
+	}
+	if o.Tokens == "" && o.Text == "" && o.Dataset == "" {
+		// Deterministic synthetic ids: enough to exercise every kernel.
+		n := o.Ctx + (o.Windows-1)*o.Stride + 1
+		tokens := make([]int32, n)
+		x := uint64(0x9E3779B97F4A7C15)
+		for i := range tokens {
+			x = x*6364136223846793005 + 1442695040888963407
+			tokens[i] = int32((x >> 33) % uint64(cfg.VocabSize))
+		}
+		fmt.Fprintf(stderr, "verify: no --tokens/--text/--dataset: using %d deterministic synthetic token ids\n", n)
+		ws, err := compare.Windows(tokens, compare.WindowOptions{Method: compare.MethodCompareQ, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Windows, BOS: -1})
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("verify: %w", err))
+		}
+		return ws, nil
+	}
+	d, err := eval.Prepare(ctx, po)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("verify: %w", err))
+	}
+	return d.Windows, nil
 }
 
 func probeWindows(n int) int {

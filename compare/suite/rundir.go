@@ -1,17 +1,17 @@
-package main
+package suite
 
 // qppl compare --run-dir DIR: a multi-model comparison that survives
 // interruption.
 //
 // DIR/compare.qppl is a journal without records whose header is the
-// comparison's identity (compareIdentity: data spec, windows, KL mode,
+// comparison's identity (Identity: data spec, windows, KL mode,
 // engine, external base, and every model's label, directory and file
 // hash). It is held (locked) for the whole command, so two processes never
 // share a run directory, and a command with another identity is refused
 // (exit 2) with the fields that differ.
 //
 // Each model has a subdirectory DIR/NN-label/ holding an eval-style
-// journal (journal.qppl, identity runIdentity with command "compare") of
+// journal (journal.qppl, an eval.Identity with command "compare") of
 // its finished windows: a model resumes after its last journaled window, a
 // finished model is reduced from its journal without a forward pass. The
 // base model's log-prob store (unless the model spec's out_logits names
@@ -37,18 +37,16 @@ import (
 	"strings"
 
 	"github.com/qppl/qppl/compare"
-	"github.com/qppl/qppl/compare/suite"
+	"github.com/qppl/qppl/eval"
 	"github.com/qppl/qppl/journal"
 )
 
-// compareJournalName is the identity file of a compare run directory.
-const compareJournalName = "compare.qppl"
+// IdentityVersion is bumped when Identity changes meaning.
+const IdentityVersion = 1
 
-// compareIdentityVersion is bumped when compareIdentity changes meaning.
-const compareIdentityVersion = 1
-
-// compareIdentity is the header of DIR/compare.qppl.
-type compareIdentity struct {
+// Identity is the header of DIR/compare.qppl: the comparison a compare run
+// directory holds.
+type Identity struct {
 	Version int    `json:"version"`
 	Command string `json:"command"`
 
@@ -62,29 +60,29 @@ type compareIdentity struct {
 	// ExternalBase is the key of --kld-base log-probs ("" when none).
 	ExternalBase string `json:"external_base"`
 	// Models are keyed by their subdirectory (NN-label).
-	Models map[string]compareModelIdentity `json:"models"`
+	Models map[string]ModelIdentity `json:"models"`
 }
 
-// compareModelIdentity is one model of a compare run.
-type compareModelIdentity struct {
+// ModelIdentity is one model of a compare run.
+type ModelIdentity struct {
 	Label     string `json:"label"`
 	Model     string `json:"model"`
 	ModelHash string `json:"model_hash"`
 	Base      bool   `json:"base"`
 }
 
-// compareRunDir is an open compare run directory.
-type compareRunDir struct {
-	dir  string
+// RunDir is an open compare run directory.
+type RunDir struct {
+	Dir  string
 	j    *journal.Journal // DIR/compare.qppl, held for the lock
 	subs map[string]string
 	log  io.Writer
 }
 
-// modelSubdir names model i's subdirectory: its index and its label with
+// ModelSubdir names model i's subdirectory: its index and its label with
 // every character outside [A-Za-z0-9._-] replaced by '_' (unique through
 // the index, readable through the label).
-func modelSubdir(i int, label string) string {
+func ModelSubdir(i int, label string) string {
 	var b strings.Builder
 	under := false
 	for _, r := range label {
@@ -109,75 +107,66 @@ func modelSubdir(i int, label string) string {
 }
 
 // subKey identifies a model spec for the subdirectory map.
-func subKey(m suite.ModelSpec) string { return m.Label + "\x00" + m.ModelDir }
+func subKey(m ModelSpec) string { return m.Label + "\x00" + m.ModelDir }
 
-// openCompareRunDir creates or reopens dir for the comparison of models
+// OpenRunDir creates or reopens dir for the comparison of models
 // (in run order, hashes alongside) described by id (Models is filled
 // here). A directory of another comparison or of a qppl eval run is
-// refused with a usage error.
-func openCompareRunDir(dir string, id *compareIdentity, models []suite.ModelSpec, hashes []string, log io.Writer) (*compareRunDir, error) {
-	if _, err := os.Stat(journalPath(dir)); err == nil {
-		return nil, usageErr(fmt.Errorf("--run-dir %s holds a qppl eval run (%s): use a new --run-dir for qppl compare", dir, journalPath(dir)))
+// refused (*eval.InputError). Log receives a line per resumed model.
+func OpenRunDir(dir string, id *Identity, models []ModelSpec, hashes []string, log io.Writer) (*RunDir, error) {
+	if _, err := os.Stat(eval.JournalPath(dir)); err == nil {
+		return nil, eval.Input(fmt.Errorf("--run-dir %s holds a qppl eval run (%s): use a new --run-dir for qppl compare", dir, eval.JournalPath(dir)))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, usageErr(fmt.Errorf("--run-dir: %w", err))
+		return nil, eval.Input(fmt.Errorf("--run-dir: %w", err))
 	}
-	id.Version, id.Command = compareIdentityVersion, "compare"
-	id.Models = make(map[string]compareModelIdentity, len(models))
+	id.Version, id.Command = IdentityVersion, "compare"
+	id.Models = make(map[string]ModelIdentity, len(models))
 	subs := make(map[string]string, len(models))
 	for i, m := range models {
-		s := modelSubdir(i, m.Label)
-		id.Models[s] = compareModelIdentity{Label: m.Label, Model: m.ModelDir, ModelHash: hashes[i], Base: m.Base}
+		s := ModelSubdir(i, m.Label)
+		id.Models[s] = ModelIdentity{Label: m.Label, Model: m.ModelDir, ModelHash: hashes[i], Base: m.Base}
 		subs[subKey(m)] = s
 	}
 	raw, err := json.Marshal(id)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := canonicalJSON(raw)
+	cur, err := eval.CanonicalJSON(raw)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, compareJournalName)
+	path := filepath.Join(dir, eval.CompareJournalName)
 	j, _, err := journal.Open(path, cur)
 	if errors.Is(err, journal.ErrIdentity) {
 		msg := fmt.Sprintf("--run-dir %s holds a different compare run", dir)
 		if c, rerr := journal.Read(path); rerr == nil {
-			msg += " (" + strings.Join(identityDiff(c.Identity, cur, "in the run directory", "now"), "; ") + ")"
+			msg += " (" + strings.Join(eval.IdentityDiff(c.Identity, cur, "in the run directory", "now"), "; ") + ")"
 		}
-		return nil, usageErr(fmt.Errorf("%s: resume it with its original options, or use a new --run-dir", msg))
+		return nil, eval.Input(fmt.Errorf("%s: resume it with its original options, or use a new --run-dir", msg))
 	}
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("--run-dir %s: %w", dir, err))
+		return nil, eval.Input(fmt.Errorf("--run-dir %s: %w", dir, err))
 	}
-	return &compareRunDir{dir: dir, j: j, subs: subs, log: log}, nil
+	return &RunDir{Dir: dir, j: j, subs: subs, log: log}, nil
 }
 
-func (r *compareRunDir) close() error { return r.j.Close() }
+// Close releases the run directory's lock.
+func (r *RunDir) Close() error { return r.j.Close() }
 
-// modelDir is the subdirectory of model m.
-func (r *compareRunDir) modelDir(m suite.ModelSpec) (string, error) {
+// ModelDir is the subdirectory of model m.
+func (r *RunDir) ModelDir(m ModelSpec) (string, error) {
 	s, ok := r.subs[subKey(m)]
 	if !ok {
 		return "", fmt.Errorf("compare --run-dir: model %q (%s) is not part of this run", m.Label, m.ModelDir)
 	}
-	return filepath.Join(r.dir, s), nil
+	return filepath.Join(r.Dir, s), nil
 }
 
 // contains reports whether path lies inside the run directory.
-func (r *compareRunDir) contains(path string) bool {
-	rel, err := filepath.Rel(r.dir, path)
+func (r *RunDir) contains(path string) bool {
+	rel, err := filepath.Rel(r.Dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// resetJournal removes a model's journal so that it starts afresh (the
-// base model whose log-prob store was not finished). The run directory's
-// lock is held, so no other process uses it.
-func resetJournal(sub string) error {
-	if err := os.Remove(journalPath(sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("--run-dir: %w", err)
-	}
-	return nil
 }
 
 // removeStaleTemps removes the temporary files an interrupted store
@@ -195,10 +184,10 @@ func removeStaleTemps(path string) (int, error) {
 	return len(m), nil
 }
 
-// modelHashes hashes every model's files once; the returned function
-// serves suite.Options.ModelHash from them.
+// ModelHashes hashes every model's files once; the returned function
+// serves Options.ModelHash from them.
 // A cancelled ctx (SIGINT, SIGTERM) stops it between models.
-func modelHashes(ctx context.Context, models []suite.ModelSpec) ([]string, func(string) (string, error), error) {
+func ModelHashes(ctx context.Context, models []ModelSpec) ([]string, func(string) (string, error), error) {
 	hashes := make([]string, len(models))
 	byDir := make(map[string]string, len(models))
 	for i, m := range models {
@@ -221,4 +210,57 @@ func modelHashes(ctx context.Context, models []suite.ModelSpec) ([]string, func(
 		}
 		return compare.ModelHash(dir)
 	}, nil
+}
+
+// OpenModel opens job's journal in the run directory; id is the model's
+// run identity (command "compare"), storePath its base log-prob store and
+// storeComplete reports whether that store is complete. For the base model
+// (*saveBase) a complete store with a complete journal is reused
+// (*saveBase becomes false: nothing is evaluated); otherwise its journal is
+// discarded and the base runs again from its first window, writing the
+// store, since a store that was not finished cannot be continued.
+func (r *RunDir) OpenModel(job Job, id *eval.Identity, storePath string, storeComplete func() bool, saveBase *bool) (*eval.RunDir, error) {
+	sub, err := r.ModelDir(job.Model)
+	if err != nil {
+		return nil, err
+	}
+	ws := job.Data.Windows
+	rd, err := eval.OpenRunDir(sub, id, ws)
+	if err != nil {
+		return nil, err
+	}
+	label := job.Model.Label
+	if *saveBase {
+		if len(rd.Done) == len(ws) && storeComplete() {
+			*saveBase = false
+			fmt.Fprintf(r.log, "qppl: %s: reusing its finished windows (%s) and complete log-prob store (%s)\n", label, eval.JournalPath(sub), storePath)
+			return rd, nil
+		}
+		if r.contains(storePath) {
+			if n, err := removeStaleTemps(storePath); err != nil {
+				rd.Close()
+				return nil, err
+			} else if n > 0 {
+				fmt.Fprintf(r.log, "qppl: %s: removed the unfinished log-prob store an interrupted run left (%s.tmp*)\n", label, storePath)
+			}
+		}
+		if len(rd.Done) > 0 {
+			fmt.Fprintf(r.log, "qppl: %s: its log-prob store is missing or was not finished: evaluating the base model again from its first window (%d journaled windows discarded)\n", label, len(rd.Done))
+			rd.Close()
+			if err := eval.ResetJournal(sub); err != nil {
+				return nil, err
+			}
+			if rd, err = eval.OpenRunDir(sub, id, ws); err != nil {
+				return nil, err
+			}
+		}
+		return rd, nil
+	}
+	switch n := len(rd.Done); {
+	case n == len(ws):
+		fmt.Fprintf(r.log, "qppl: %s: all %d windows already done (%s)\n", label, n, eval.JournalPath(sub))
+	case n > 0:
+		fmt.Fprintf(r.log, "qppl: %s: resuming from %s: %d of %d windows already done\n", label, eval.JournalPath(sub), n, len(ws))
+	}
+	return rd, nil
 }

@@ -67,7 +67,7 @@ func Prepare(s *DataSpec, o PrepareOptions) (*Data, error) {
 	po := eval.PrepareOptions{
 		Source:    eval.Source{Tokens: s.TokensFile, DataFile: s.DataFile, Join: s.Join, TextColumn: s.TextColumn, MaxTextRows: s.MaxTextRows},
 		Tokenizer: s.TokenizerDir, Model: o.Model,
-		Method:    method, Ctx: s.EvalLen, Stride: s.EvalStride, Rows: s.MaxRows, AllRowsWhenShort: true,
+		Method: method, Ctx: s.EvalLen, Stride: s.EvalStride, Rows: s.MaxRows, AllRowsWhenShort: true,
 		AddSpecialTokens: s.AddSpecialTokens, CacheDir: o.CacheDir,
 	}
 	if s.TokensFile != "" && po.Tokenizer == "" {

@@ -44,8 +44,6 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "kld-base", Usage: "existing base log-probs (qppl eval --save-logits, or llama-perplexity --kl-divergence-base) instead of a base model (compare_q's -lf)"},
 		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: "f32", Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement statistic (< 2: none)"},
-		&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
-		&cli.StringFlag{Name: "precision", Usage: "bf16, fp16 or fp32 (emu, cuda)"},
 		&cli.StringFlag{Name: "json", Usage: "write the result set to this file"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw a chart to this file (.png, .svg, .pdf); see the plot flags"},
 		&cli.StringFlag{Name: "cache-dir", Value: suite.DefaultCacheDir, Usage: "result, token and base log-prob cache"},
@@ -69,75 +67,149 @@ never evaluates twice. --baseline FILE gates each model (matched by label)
 against a previous result set and exits 3 when one regressed.
 --run-dir DIR journals every model's finished windows under DIR; after a
 crash or Ctrl-C the same command resumes (docs/runs.md).`,
-		Flags: append(flags, plotFlags()...),
+		Flags: append(append(flags, backendFlags(backendFlagSet{name: true})...), plotFlags()...),
 		Action: func(c *cli.Context) error {
-			return runCompare(c)
+			o, err := compareOptionsFrom(c)
+			if err != nil {
+				return err
+			}
+			return runCompare(c.Context, o, c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
 
-func runCompare(c *cli.Context) error {
-	stdout, stderr := c.App.Writer, c.App.ErrWriter
-	warn := func(s string) { fmt.Fprintf(stderr, "qppl: warning: %s\n", s) }
+// compareOptions are the flags of `qppl compare`.
+type compareOptions struct {
+	Spec   *suite.DataSpec // from --data-spec or the data flags
+	Models []suite.ModelSpec
+	// Tokenizer is the model directory whose tokenizer.json (else
+	// config.json's bos_token_id) gives BOS, as eval.
+	Tokenizer string
 
-	// Everything that can be checked before evaluating is checked first.
-	po, err := plotOptions(c)
-	if err != nil && c.String("plot") != "" {
-		return usageErr(fmt.Errorf("compare: %w", err))
+	KLDMode      string // as given ("" = the spec's, else scored)
+	KLDRows      int
+	KLDBase      string
+	LogitsFormat compare.Encoding
+	TopK         int
+	Backend      backendOptions
+
+	JSON     string
+	Plot     string
+	PlotOpts plots.Options
+	CacheDir string
+	NoCache  bool
+	RunDir   string
+
+	Baseline   string
+	Thresholds suite.Thresholds
+}
+
+// compareOptionsFrom reads and checks the flags: everything that can be
+// checked before evaluating is checked here.
+func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
+	o := compareOptions{
+		KLDRows: c.Int("kld-rows"), KLDBase: c.String("kld-base"), TopK: c.Int("top-k"),
+		Backend: backendFromFlags(c, c.Int("ctx")),
+		JSON:    c.String("json"), Plot: c.String("plot"), CacheDir: c.String("cache-dir"), NoCache: c.Bool("no-cache"),
+		RunDir: c.String("run-dir"), Baseline: c.String("baseline"),
 	}
-	if p := c.String("plot"); p != "" {
-		if _, err := plots.FormatOf(p); err != nil {
-			return usageErr(fmt.Errorf("--plot: %w", err))
+	if c.IsSet("kld-mode") {
+		o.KLDMode = c.String("kld-mode")
+	}
+	var err error
+	o.PlotOpts, err = plotOptions(c)
+	if err != nil && o.Plot != "" {
+		return o, usageErr(fmt.Errorf("compare: %w", err))
+	}
+	if o.Plot != "" {
+		if _, err := plots.FormatOf(o.Plot); err != nil {
+			return o, usageErr(fmt.Errorf("--plot: %w", err))
 		}
 	}
-	if err := checkBackendName(c.String("backend")); err != nil {
-		return usageErr(fmt.Errorf("compare: %w", err))
+	if err := checkBackendName(o.Backend.Name); err != nil {
+		return o, usageErr(fmt.Errorf("compare: %w", err))
 	}
-	if err := checkOutputDirs("compare", map[string]string{"json": c.String("json"), "plot": c.String("plot")}, c.String("run-dir")); err != nil {
-		return usageErr(err)
+	if err := checkOutputDirs("compare", map[string]string{"json": o.JSON, "plot": o.Plot}, o.RunDir); err != nil {
+		return o, usageErr(err)
 	}
-	th := suite.DefaultThresholds()
-	if th.MaxPPLIncrease, err = suite.ParseFraction(c.String("max-ppl-increase")); err != nil {
-		return usageErr(fmt.Errorf("--max-ppl-increase %w", err))
+	o.Thresholds = suite.DefaultThresholds()
+	if o.Thresholds.MaxPPLIncrease, err = suite.ParseFraction(c.String("max-ppl-increase")); err != nil {
+		return o, usageErr(fmt.Errorf("--max-ppl-increase %w", err))
 	}
-	if th.MaxKLDIncrease, err = suite.ParseFraction(c.String("max-kld-increase")); err != nil {
-		return usageErr(fmt.Errorf("--max-kld-increase %w", err))
+	if o.Thresholds.MaxKLDIncrease, err = suite.ParseFraction(c.String("max-kld-increase")); err != nil {
+		return o, usageErr(fmt.Errorf("--max-kld-increase %w", err))
 	}
-	th.AllowMissing = c.Bool("allow-missing")
+	o.Thresholds.AllowMissing = c.Bool("allow-missing")
+	if o.LogitsFormat, err = compare.ParseEncoding(c.String("logits-format")); err != nil {
+		return o, usageErr(fmt.Errorf("--logits-format: %w", err))
+	}
+	if o.LogitsFormat == compare.EncodingU16 && c.String("kld-mode") == string(compare.KLCompareQ) {
+		fmt.Fprintf(c.App.ErrWriter, "qppl: warning: %s\n", "--logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it")
+	}
+	if o.KLDRows < 1 {
+		return o, usageErr(fmt.Errorf("--kld-rows %d: must be >= 1", o.KLDRows))
+	}
+	warn := func(s string) { fmt.Fprintf(c.App.ErrWriter, "qppl: warning: %s\n", s) }
+	if o.Spec, o.Models, err = compareInputs(c, warn); err != nil {
+		return o, usageErr(err)
+	}
+	// compare_q's -mask selects the models to run (the base always runs).
+	if o.Models, err = suite.OrderModels(o.Models, plots.ParseMask(c.String("mask"))); err != nil {
+		return o, usageErr(fmt.Errorf("compare: %w", err))
+	}
+	if o.KLDBase != "" && o.Models[0].Base {
+		return o, usageErr(fmt.Errorf("--kld-base %s and the base model %q (%s): give one", o.KLDBase, o.Models[0].Label, o.Models[0].Source))
+	}
+	o.Tokenizer = c.String("tokenizer")
+	if o.Tokenizer == "" {
+		o.Tokenizer = o.Models[0].ModelDir // OrderModels puts the base first
+	}
+	return o, nil
+}
+
+// runCompare: data (suite.Prepare, through eval.Prepare) → base log-probs
+// → run directory → suite.Run (each model through eval.Evaluate) → table,
+// JSON, plot → regression gate.
+func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer) error {
 	var baseline *suite.ResultSet
-	if p := c.String("baseline"); p != "" {
-		if baseline, err = suite.LoadResults(p); err != nil {
+	if o.Baseline != "" {
+		var err error
+		if baseline, err = suite.LoadResults(o.Baseline); err != nil {
 			return usageErr(err)
 		}
 	}
-	enc, err := compare.ParseEncoding(c.String("logits-format"))
+	data, err := o.prepare(ctx, stderr)
 	if err != nil {
-		return usageErr(fmt.Errorf("--logits-format: %w", err))
+		return err
 	}
-	if enc == compare.EncodingU16 && c.String("kld-mode") == string(compare.KLCompareQ) {
-		warn("--logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it")
-	}
-	if c.Int("kld-rows") < 1 {
-		return usageErr(fmt.Errorf("--kld-rows %d: must be >= 1", c.Int("kld-rows")))
-	}
-
-	spec, models, err := compareInputs(c, warn)
+	o.Backend.MaxTokens = data.Info.Ctx
+	ev, err := o.evaluator(data, stderr)
 	if err != nil {
-		return usageErr(err)
+		return err
 	}
-	// compare_q's -mask selects the models to run (the base always runs).
-	models, err = suite.OrderModels(models, plots.ParseMask(c.String("mask")))
+	so := suite.Options{Cache: &suite.Cache{Dir: o.CacheDir}, NoCache: o.NoCache, Log: stderr, ExternalBase: ev.externalKey}
+	if o.RunDir != "" {
+		rd, err := o.openRunDir(ctx, data, ev, &so, stderr)
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+	}
+	rs, err := suite.Run(ctx, data, o.Models, ev, so)
 	if err != nil {
-		return usageErr(fmt.Errorf("compare: %w", err))
+		var ie *interruptedError
+		if o.RunDir != "" && ctx.Err() != nil && !errors.As(err, &ie) {
+			err = &interruptedError{err: err, runDir: o.RunDir, note: "every finished window is saved under " + o.RunDir}
+		}
+		return err
 	}
+	return o.report(rs, baseline, stdout, stderr)
+}
 
-	if kb := c.String("kld-base"); kb != "" && models[0].Base {
-		return usageErr(fmt.Errorf("--kld-base %s and the base model %q (%s): give one", kb, models[0].Label, models[0].Source))
-	}
-
-	cacheDir := c.String("cache-dir")
-	data, err := suite.Prepare(spec, suite.PrepareOptions{CacheDir: cacheDir, ResolveDataset: func(string) (string, error) {
-		res, err := hub.ResolveWikiText(c.Context, hub.WikiTextOptions{Progress: stderr})
+// prepare reads, tokenizes and windows the data once for every model.
+func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.Data, error) {
+	po := suite.PrepareOptions{CacheDir: o.CacheDir, Tokenizer: o.Tokenizer, ResolveDataset: func(string) (string, error) {
+		res, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Progress: stderr})
 		if err != nil {
 			return "", err
 		}
@@ -145,121 +217,121 @@ func runCompare(c *cli.Context) error {
 			return "", fmt.Errorf("found %d files (%s); pass one with --data", len(res.Paths), strings.Join(res.Paths, ", "))
 		}
 		return res.Paths[0], nil
-	}})
+	}}
+	if cfg, err := checkpoint.LoadConfig(o.Tokenizer); err == nil {
+		po.Model = modelVocabulary(cfg)
+	} else {
+		po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
+	}
+	data, err := suite.Prepare(o.Spec, po)
 	if err != nil {
-		return usageErr(err)
+		return nil, usageErr(err)
 	}
 	for _, w := range data.Warnings {
-		warn(w)
+		fmt.Fprintf(stderr, "qppl: warning: %s\n", w)
 	}
 	fmt.Fprintf(stderr, "data: %s, %d tokens (sha256 %s), %d windows of %d (method %s), %d scored tokens\n",
 		data.Info.Source, data.Info.NumTokens, data.Info.TokensHash[:12], len(data.Windows), data.Info.Ctx, data.Info.Method, compare.ScoredTokens(data.Windows))
+	return data, nil
+}
 
-	var external string
-	var externalKey string
-	if kb := c.String("kld-base"); kb != "" {
+// evaluator is the suite.Evaluator of this run: backend, base store
+// directory and encoding, top-K, KL rows and the --kld-base file.
+func (o *compareOptions) evaluator(data *suite.Data, stderr io.Writer) (*cliEvaluator, error) {
+	ev := &cliEvaluator{backend: o.Backend, storeDir: filepath.Join(o.CacheDir, "base"), encoding: o.LogitsFormat, topK: o.TopK, progress: stderr}
+	if kb := o.KLDBase; kb != "" {
 		st, err := compare.OpenStore(kb)
 		if err != nil {
-			return usageErr(err)
+			return nil, usageErr(err)
 		}
 		h := st.Header()
 		st.Close()
 		if h.DataSpecHash != "" && h.DataSpecHash != data.Hash {
-			return usageErr(fmt.Errorf("--kld-base %s was made for data spec %s (method %s, ctx %d, stride %d, rows %d), this run's is %s: use the same data options", kb, h.DataSpecHash[:12], h.Method, h.Ctx, h.Stride, h.Rows, data.Hash[:12]))
+			return nil, usageErr(fmt.Errorf("--kld-base %s was made for data spec %s (method %s, ctx %d, stride %d, rows %d), this run's is %s: use the same data options", kb, h.DataSpecHash[:12], h.Method, h.Ctx, h.Stride, h.Rows, data.Hash[:12]))
 		}
-		if c.IsSet("kld-mode") && string(h.KLMode) != data.KLMode {
-			return usageErr(fmt.Errorf("--kld-mode %s, but --kld-base %s holds KL mode %s", data.KLMode, kb, h.KLMode))
+		if o.KLDMode != "" && string(h.KLMode) != data.KLMode {
+			return nil, usageErr(fmt.Errorf("--kld-mode %s, but --kld-base %s holds KL mode %s", data.KLMode, kb, h.KLMode))
 		}
 		data.KLMode = string(h.KLMode)
 		// The key must identify the content: the store's own key when it
 		// records data and model hashes, else the file's sha256.
 		if h.DataSpecHash != "" && h.ModelHash != "" {
-			externalKey = "store-" + h.Key()
+			ev.externalKey = "store-" + h.Key()
 		} else {
 			fmt.Fprintf(stderr, "hashing %s (it records no model hash)\n", kb)
 			sum, err := compare.HashFiles([]string{kb})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			externalKey = "file-" + sum
+			ev.externalKey = "file-" + sum
 		}
-		external = kb
+		ev.externalPath = kb
 	}
-	ev := &cliEvaluator{
-		backend:  backendOptions{Name: c.String("backend"), Precision: c.String("precision")},
-		storeDir: filepath.Join(cacheDir, "base"),
-		encoding: enc,
-		topK:     c.Int("top-k"),
-		progress: stderr,
+	if data.KLMode == string(compare.KLCompareQ) && ev.externalPath == "" {
+		ev.klRows = min(o.KLDRows, len(data.Windows))
 	}
-	if data.KLMode == string(compare.KLCompareQ) && external == "" {
-		ev.klRows = min(c.Int("kld-rows"), len(data.Windows))
+	if o.Models[0].Base && o.Models[0].OutLogits != "" {
+		ev.storeDir = o.Models[0].OutLogits
 	}
-	ev.externalKey, ev.externalPath = externalKey, external
-	if models[0].Base && models[0].OutLogits != "" {
-		ev.storeDir = models[0].OutLogits
-	}
-	so := suite.Options{
-		Cache:        &suite.Cache{Dir: cacheDir},
-		NoCache:      c.Bool("no-cache"),
-		Log:          stderr,
-		ExternalBase: externalKey,
-	}
-	runDir := c.String("run-dir")
-	if runDir != "" {
-		hashes, hashFn, err := suite.ModelHashes(c.Context, models)
-		if err != nil {
-			if c.Context.Err() != nil { // nothing evaluated yet: the same command starts it
-				return &interruptedError{err: err, runDir: runDir, note: "nothing was evaluated yet"}
-			}
-			return err
-		}
-		id := &suite.Identity{Data: data.Info, DataSpecHash: data.Hash, Windows: len(data.Windows), KLMode: data.KLMode,
-			Engine: ev.Engine(), ExternalBase: externalKey}
-		rd, err := suite.OpenRunDir(runDir, id, models, hashes, stderr)
-		if err != nil {
-			return err
-		}
-		defer rd.Close()
-		ev.runs = rd
-		so.ModelHash = hashFn
-		if models[0].Base && models[0].OutLogits == "" {
-			if ev.storeDir, err = rd.ModelDir(models[0]); err != nil {
-				return err
-			}
-		}
-	}
-	rs, err := suite.Run(c.Context, data, models, ev, so)
+	return ev, nil
+}
+
+// openRunDir opens --run-dir: every model's files are hashed once, the
+// comparison's identity is checked, and the base model's store is kept
+// in its subdirectory.
+func (o *compareOptions) openRunDir(ctx context.Context, data *suite.Data, ev *cliEvaluator, so *suite.Options, stderr io.Writer) (*suite.RunDir, error) {
+	hashes, hashFn, err := suite.ModelHashes(ctx, o.Models)
 	if err != nil {
-		var ie *interruptedError
-		if runDir != "" && c.Context.Err() != nil && !errors.As(err, &ie) {
-			err = &interruptedError{err: err, runDir: runDir, note: "every finished window is saved under " + runDir}
+		if ctx.Err() != nil { // nothing evaluated yet: the same command starts it
+			return nil, &interruptedError{err: err, runDir: o.RunDir, note: "nothing was evaluated yet"}
 		}
-		return err
+		return nil, err
 	}
+	id := &suite.Identity{Data: data.Info, DataSpecHash: data.Hash, Windows: len(data.Windows), KLMode: data.KLMode,
+		Engine: ev.Engine(), ExternalBase: ev.externalKey}
+	rd, err := suite.OpenRunDir(o.RunDir, id, o.Models, hashes, stderr)
+	if err != nil {
+		return nil, err
+	}
+	ev.runs = rd
+	so.ModelHash = hashFn
+	if o.Models[0].Base && o.Models[0].OutLogits == "" {
+		if ev.storeDir, err = rd.ModelDir(o.Models[0]); err != nil {
+			rd.Close()
+			return nil, err
+		}
+	}
+	return rd, nil
+}
+
+// report prints the table, writes the JSON and the plot, and gates the
+// result set against --baseline.
+func (o *compareOptions) report(rs *suite.ResultSet, baseline *suite.ResultSet, stdout, stderr io.Writer) error {
 	writeResultTable(stdout, rs)
-	if p := c.String("json"); p != "" {
-		if err := rs.Write(p); err != nil {
+	if o.JSON != "" {
+		if err := rs.Write(o.JSON); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", p)
+		fmt.Fprintf(stderr, "wrote %s\n", o.JSON)
 	}
-	if p := c.String("plot"); p != "" {
-		if err := savePlot(p, []*suite.ResultSet{rs}, []string{"this run"}, po, stderr); err != nil {
+	if o.Plot != "" {
+		if err := savePlot(o.Plot, []*suite.ResultSet{rs}, []string{"this run"}, o.PlotOpts, stderr); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", p)
+		fmt.Fprintf(stderr, "wrote %s\n", o.Plot)
 	}
-	if baseline != nil {
-		rep, err := suite.Gate(baseline, rs, th)
-		if err != nil {
-			return usageErr(fmt.Errorf("--baseline %s: %w", c.String("baseline"), err))
-		}
-		fmt.Fprintf(stdout, "\nregression gate against %s (PPL +%.4g%%, KLD +%.4g%% allowed)\n", c.String("baseline"), 100*th.MaxPPLIncrease, 100*th.MaxKLDIncrease)
-		rep.WriteTable(stdout)
-		if rep.Failed {
-			return &codedError{exitRegressed, fmt.Errorf("compare: regression gate failed against %s: %s", c.String("baseline"), rep.Summary())}
-		}
+	if baseline == nil {
+		return nil
+	}
+	th := o.Thresholds
+	rep, err := suite.Gate(baseline, rs, th)
+	if err != nil {
+		return usageErr(fmt.Errorf("--baseline %s: %w", o.Baseline, err))
+	}
+	fmt.Fprintf(stdout, "\nregression gate against %s (PPL +%.4g%%, KLD +%.4g%% allowed)\n", o.Baseline, 100*th.MaxPPLIncrease, 100*th.MaxKLDIncrease)
+	rep.WriteTable(stdout)
+	if rep.Failed {
+		return &codedError{exitRegressed, fmt.Errorf("compare: regression gate failed against %s: %s", o.Baseline, rep.Summary())}
 	}
 	return nil
 }

@@ -64,15 +64,8 @@ func (r *Runner) Run(ctx context.Context) ([]WindowResult, error) {
 	var total int64
 	todo := 0
 	for _, w := range r.Windows {
-		if w.First < 1 || w.First > len(w.Tokens) {
-			return nil, fmt.Errorf("window %d: first target %d outside [1, %d]", w.Index, w.First, len(w.Tokens))
-		}
-		if vocab > 0 {
-			for p, t := range w.Tokens {
-				if t < 0 || int(t) >= vocab {
-					return nil, fmt.Errorf("window %d position %d: token id %d outside the vocabulary [0, %d)", w.Index, p, t, vocab)
-				}
-			}
+		if err := w.Validate(vocab); err != nil {
+			return nil, err
 		}
 		if r.Skip == nil || !r.Skip(w.Index) {
 			total += int64(len(w.Tokens))
@@ -208,10 +201,10 @@ func (r *Runner) saveWindow(ctx context.Context, lpr backends.LogProber, w backe
 				return err
 			}
 		}
-		if p := pos + 1; p >= w.First && p < len(w.Tokens) {
-			wr.NLL[p-w.First] = -lp[w.Tokens[p]]
-			wr.Top1[p-w.First] = argmax(lp)
-			got[p-w.First] = true
+		if t, ok := w.Target(pos); ok {
+			wr.NLL[t] = -lp[w.Tokens[pos+1]]
+			wr.Top1[t] = argmax(lp)
+			got[t] = true
 		}
 		return nil
 	})
@@ -319,11 +312,11 @@ func (o *baseObserver) LogProbs(i int, dst []float64) error {
 
 // observe records the target statistics of KL position i (raw values).
 func (o *baseObserver) observe(i int, lp []float64) {
-	p := klLogitsPos(o.mode, o.w.First, i) + 1
-	if p < o.w.First || p >= len(o.w.Tokens) {
+	t, ok := o.w.Target(klLogitsPos(o.mode, o.w.First, i))
+	if !ok {
 		return
 	}
-	t := p - o.w.First
+	p := o.w.First + t
 	if o.seen[t] {
 		return
 	}
@@ -342,10 +335,8 @@ func (o *baseObserver) fill() error {
 		if buf == nil {
 			buf = make([]float64, o.src.Vocab())
 		}
-		i := o.w.First + t - 1 // logits position
-		if o.mode == KLScored {
-			i = t
-		}
+		// the KL position of target t's logits position
+		i := backends.Request{KLAllPositions: o.mode == KLCompareQ}.KLIndex(o.w, o.w.First+t-1)
 		if err := o.src.LogProbs(i, buf); err != nil {
 			return err
 		}

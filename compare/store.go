@@ -171,12 +171,10 @@ func StoreLayout(ws []backends.Window, mode KLMode, klRows int) ([]StoreWindow, 
 	return out, nil
 }
 
-// klLogitsPos maps KL position i of a stored window to its logits position.
+// klLogitsPos maps KL position i of a stored window to its logits position
+// (the backends contract's arithmetic).
 func klLogitsPos(mode KLMode, first, i int) int {
-	if mode == KLCompareQ {
-		return i
-	}
-	return first - 1 + i
+	return backends.KLLogitsPosition(mode == KLCompareQ, first, i)
 }
 
 // ---------------------------------------------------------------- writing

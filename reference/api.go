@@ -90,21 +90,17 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// check validates a window against the model.
+// check validates a window against the contract (backends.Window.Validate)
+// and the model's context length.
 func (b *Backend) check(w backends.Window) error {
 	if b.closed || b.m == nil {
 		return errors.New("reference: backend is closed")
 	}
-	if len(w.Tokens) == 0 {
-		return fmt.Errorf("reference: window %d is empty", w.Index)
+	if err := w.Validate(b.m.V); err != nil {
+		return fmt.Errorf("reference: %w", err)
 	}
 	if err := b.m.spec.CheckContext(len(w.Tokens)); err != nil {
 		return fmt.Errorf("reference: window %d: %w", w.Index, err)
-	}
-	for p, id := range w.Tokens {
-		if id < 0 || int(id) >= b.m.V {
-			return fmt.Errorf("reference: window %d position %d: token id %d outside vocabulary [0, %d)", w.Index, p, id, b.m.V)
-		}
 	}
 	return nil
 }
@@ -117,33 +113,15 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 	if err := b.check(w); err != nil {
 		return backends.Scores{}, err
 	}
-	T := len(w.Tokens)
-	if w.First < 1 || w.First > T {
-		return backends.Scores{}, fmt.Errorf("reference: window %d: First %d outside [1, %d]", w.Index, w.First, T)
-	}
 	V := b.m.V
-	if req.TopK < 0 || req.TopK > V {
-		return backends.Scores{}, fmt.Errorf("reference: TopK %d outside [0, %d]", req.TopK, V)
+	if err := req.Validate(V); err != nil {
+		return backends.Scores{}, fmt.Errorf("reference: %w", err)
 	}
-	if req.Base != nil && req.Base.Vocab() != V {
-		return backends.Scores{}, fmt.Errorf("reference: base log-probs have vocab %d, model has %d", req.Base.Vocab(), V)
-	}
-	nt := T - w.First
-	sc := backends.Scores{NLL: make([]float64, nt)}
-	lo, hi := w.First-1, T-1 // logits rows of the targets
+	sc := backends.NewScores(w, req)
+	lo, hi := req.LogitsRange(w) // logits rows of the targets (all rows for KL at every position)
 	var base []float64
 	if req.Base != nil {
 		base = make([]float64, V)
-		if req.KLAllPositions {
-			sc.KL = make([]float64, T)
-			lo, hi = 0, T
-		} else {
-			sc.KL = make([]float64, nt)
-			sc.BaseNLL = make([]float64, nt)
-		}
-	}
-	if req.TopK > 0 {
-		sc.Top = make([]int32, nt*req.TopK)
 	}
 	if lo >= hi {
 		return sc, nil
@@ -156,8 +134,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		idx = make([]int32, V)
 	}
 	err := b.m.headRows(ctx, &b.ws, lo, hi, func(pos int, lp []float64) error {
-		target := pos+1 >= w.First && pos+1 < T
-		ti := pos + 1 - w.First
+		ti, target := w.Target(pos)
 		if target {
 			sc.NLL[ti] = -lp[w.Tokens[pos+1]]
 			if req.TopK > 0 {
@@ -167,10 +144,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		if req.Base == nil {
 			return nil
 		}
-		ki := ti
-		if req.KLAllPositions {
-			ki = pos
-		}
+		ki := req.KLIndex(w, pos)
 		if err := req.Base.LogProbs(ki, base); err != nil {
 			return fmt.Errorf("reference: window %d: base log-probs of KL position %d: %w", w.Index, ki, err)
 		}
@@ -262,8 +236,8 @@ func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emi
 		return err
 	}
 	T := len(w.Tokens)
-	if from < 0 || from > T {
-		return fmt.Errorf("reference: window %d: from %d outside [0, %d]", w.Index, from, T)
+	if err := w.CheckFrom(from); err != nil {
+		return fmt.Errorf("reference: %w", err)
 	}
 	if from == T {
 		return nil

@@ -268,10 +268,10 @@ func (b *Backend) check(w backends.Window) error {
 	if b.broken != nil {
 		return fmt.Errorf("%s: backend unusable after a failed buffer reallocation: %w", b.opt.Name, b.broken)
 	}
-	T := len(w.Tokens)
-	if T == 0 {
-		return fmt.Errorf("%s: window %d is empty", b.opt.Name, w.Index)
+	if err := w.Validate(b.spec.Vocab); err != nil {
+		return fmt.Errorf("%s: %w", b.opt.Name, err)
 	}
+	T := len(w.Tokens)
 	if err := b.spec.CheckContext(T); err != nil {
 		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
 	}
@@ -280,11 +280,6 @@ func (b *Backend) check(w backends.Window) error {
 	}
 	if err := b.grow(T); err != nil {
 		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
-	}
-	for p, id := range w.Tokens {
-		if id < 0 || int(id) >= b.spec.Vocab {
-			return fmt.Errorf("%s: window %d position %d: token id %d outside vocabulary [0, %d)", b.opt.Name, w.Index, p, id, b.spec.Vocab)
-		}
 	}
 	return nil
 }
@@ -301,31 +296,12 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 	if err := b.check(w); err != nil {
 		return backends.Scores{}, err
 	}
-	T, V := len(w.Tokens), b.spec.Vocab
-	if w.First < 1 || w.First > T {
-		return backends.Scores{}, fmt.Errorf("%s: window %d: First %d outside [1, %d]", b.opt.Name, w.Index, w.First, T)
+	V := b.spec.Vocab
+	if err := req.Validate(V); err != nil {
+		return backends.Scores{}, fmt.Errorf("%s: %w", b.opt.Name, err)
 	}
-	if req.TopK < 0 || req.TopK > V {
-		return backends.Scores{}, fmt.Errorf("%s: TopK %d outside [0, %d]", b.opt.Name, req.TopK, V)
-	}
-	if req.Base != nil && req.Base.Vocab() != V {
-		return backends.Scores{}, fmt.Errorf("%s: base log-probs have vocab %d, model has %d", b.opt.Name, req.Base.Vocab(), V)
-	}
-	nt := T - w.First
-	sc := backends.Scores{NLL: make([]float64, nt)}
-	lo, hi := w.First-1, T-1
-	if req.Base != nil {
-		if req.KLAllPositions {
-			sc.KL = make([]float64, T)
-			lo, hi = 0, T
-		} else {
-			sc.KL = make([]float64, nt)
-			sc.BaseNLL = make([]float64, nt)
-		}
-	}
-	if req.TopK > 0 {
-		sc.Top = make([]int32, nt*req.TopK)
-	}
+	sc := backends.NewScores(w, req)
+	lo, hi := req.LogitsRange(w)
 	if lo >= hi {
 		return sc, nil
 	}
@@ -362,7 +338,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		for i := range targets {
 			pos := r0 + i
 			targets[i] = -1
-			if pos+1 >= w.First && pos+1 < T {
+			if _, ok := w.Target(pos); ok {
 				targets[i] = w.Tokens[pos+1]
 			}
 		}
@@ -375,10 +351,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 			buf := make([]byte, n*V*4)
 			for i := 0; i < n; i++ {
 				pos := r0 + i
-				ki := pos + 1 - w.First
-				if req.KLAllPositions {
-					ki = pos
-				}
+				ki := req.KLIndex(w, pos)
 				if err := req.Base.LogProbs(ki, row); err != nil {
 					return backends.Scores{}, fmt.Errorf("%s: window %d: base log-probs of KL position %d: %w", b.opt.Name, w.Index, ki, err)
 				}
@@ -423,18 +396,14 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		}
 		for i := 0; i < n; i++ {
 			pos := r0 + i
-			if ti := pos + 1 - w.First; targets[i] >= 0 {
+			if ti, _ := w.Target(pos); targets[i] >= 0 {
 				sc.NLL[ti] = float64(math.Float32frombits(binary.LittleEndian.Uint32(nll[4*i:])))
 				for k := 0; k < req.TopK; k++ {
 					sc.Top[ti*req.TopK+k] = int32(binary.LittleEndian.Uint32(top[4*(i*req.TopK+k):]))
 				}
 			}
 			if req.Base != nil {
-				ki := pos + 1 - w.First
-				if req.KLAllPositions {
-					ki = pos
-				}
-				sc.KL[ki] = float64(math.Float32frombits(binary.LittleEndian.Uint32(kl[4*i:])))
+				sc.KL[req.KLIndex(w, pos)] = float64(math.Float32frombits(binary.LittleEndian.Uint32(kl[4*i:])))
 			}
 		}
 	}
@@ -459,8 +428,8 @@ func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emi
 		return err
 	}
 	T, V := len(w.Tokens), b.spec.Vocab
-	if from < 0 || from > T {
-		return fmt.Errorf("%s: window %d: from %d outside [0, %d]", b.opt.Name, w.Index, from, T)
+	if err := w.CheckFrom(from); err != nil {
+		return fmt.Errorf("%s: %w", b.opt.Name, err)
 	}
 	if from == T {
 		return nil

@@ -186,8 +186,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintf(stderr, "qppl: %v\n", err)
 	if s := in.signal(); s != nil {
-		var ie *interruptedError
-		if errors.As(err, &ie) && ie.runDir != "" {
+		var ie *eval.Interrupted
+		if errors.As(err, &ie) && ie.RunDir != "" {
 			fmt.Fprintf(stderr, "qppl: resume with:\n  %s\n", shellQuote(args))
 		}
 		return signalCode(s)

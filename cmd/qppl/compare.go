@@ -187,7 +187,7 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	so := suite.Options{Cache: &suite.Cache{Dir: o.CacheDir}, NoCache: o.NoCache, Log: stderr, ExternalBase: ev.externalKey}
+	so := suite.Options{Cache: &suite.Cache{Dir: o.CacheDir}, NoCache: o.NoCache, Log: stderr, ExternalBase: ev.ExternalKey}
 	if o.RunDir != "" {
 		rd, err := o.openRunDir(ctx, data, ev, &so, stderr)
 		if err != nil {
@@ -197,9 +197,9 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 	}
 	rs, err := suite.Run(ctx, data, o.Models, ev, so)
 	if err != nil {
-		var ie *interruptedError
+		var ie *eval.Interrupted
 		if o.RunDir != "" && ctx.Err() != nil && !errors.As(err, &ie) {
-			err = &interruptedError{err: err, runDir: o.RunDir, note: "every finished window is saved under " + o.RunDir}
+			err = &eval.Interrupted{Err: err, RunDir: o.RunDir, Note: "every finished window is saved under " + o.RunDir}
 		}
 		return err
 	}
@@ -237,8 +237,9 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 
 // evaluator is the suite.Evaluator of this run: backend, base store
 // directory and encoding, top-K, KL rows and the --kld-base file.
-func (o *compareOptions) evaluator(data *suite.Data, stderr io.Writer) (*cliEvaluator, error) {
-	ev := &cliEvaluator{backend: o.Backend, storeDir: filepath.Join(o.CacheDir, "base"), encoding: o.LogitsFormat, topK: o.TopK, progress: stderr}
+func (o *compareOptions) evaluator(data *suite.Data, stderr io.Writer) (*suite.BackendEvaluator, error) {
+	ev := &suite.BackendEvaluator{Open: openForCompare(o.Backend), Backend: o.Backend.Name, Precision: o.Backend.Precision,
+		StoreDir: filepath.Join(o.CacheDir, "base"), Encoding: o.LogitsFormat, TopK: o.TopK, Progress: stderr}
 	if kb := o.KLDBase; kb != "" {
 		st, err := compare.OpenStore(kb)
 		if err != nil {
@@ -256,22 +257,22 @@ func (o *compareOptions) evaluator(data *suite.Data, stderr io.Writer) (*cliEval
 		// The key must identify the content: the store's own key when it
 		// records data and model hashes, else the file's sha256.
 		if h.DataSpecHash != "" && h.ModelHash != "" {
-			ev.externalKey = "store-" + h.Key()
+			ev.ExternalKey = "store-" + h.Key()
 		} else {
 			fmt.Fprintf(stderr, "hashing %s (it records no model hash)\n", kb)
 			sum, err := compare.HashFiles([]string{kb})
 			if err != nil {
 				return nil, err
 			}
-			ev.externalKey = "file-" + sum
+			ev.ExternalKey = "file-" + sum
 		}
-		ev.externalPath = kb
+		ev.ExternalPath = kb
 	}
-	if data.KLMode == string(compare.KLCompareQ) && ev.externalPath == "" {
-		ev.klRows = min(o.KLDRows, len(data.Windows))
+	if data.KLMode == string(compare.KLCompareQ) && ev.ExternalPath == "" {
+		ev.KLRows = min(o.KLDRows, len(data.Windows))
 	}
 	if o.Models[0].Base && o.Models[0].OutLogits != "" {
-		ev.storeDir = o.Models[0].OutLogits
+		ev.StoreDir = o.Models[0].OutLogits
 	}
 	return ev, nil
 }
@@ -279,24 +280,24 @@ func (o *compareOptions) evaluator(data *suite.Data, stderr io.Writer) (*cliEval
 // openRunDir opens --run-dir: every model's files are hashed once, the
 // comparison's identity is checked, and the base model's store is kept
 // in its subdirectory.
-func (o *compareOptions) openRunDir(ctx context.Context, data *suite.Data, ev *cliEvaluator, so *suite.Options, stderr io.Writer) (*suite.RunDir, error) {
+func (o *compareOptions) openRunDir(ctx context.Context, data *suite.Data, ev *suite.BackendEvaluator, so *suite.Options, stderr io.Writer) (*suite.RunDir, error) {
 	hashes, hashFn, err := suite.ModelHashes(ctx, o.Models)
 	if err != nil {
 		if ctx.Err() != nil { // nothing evaluated yet: the same command starts it
-			return nil, &interruptedError{err: err, runDir: o.RunDir, note: "nothing was evaluated yet"}
+			return nil, &eval.Interrupted{Err: err, RunDir: o.RunDir, Note: "nothing was evaluated yet"}
 		}
 		return nil, err
 	}
 	id := &suite.Identity{Data: data.Info, DataSpecHash: data.Hash, Windows: len(data.Windows), KLMode: data.KLMode,
-		Engine: ev.Engine(), ExternalBase: ev.externalKey}
+		Engine: ev.Engine(), ExternalBase: ev.ExternalKey}
 	rd, err := suite.OpenRunDir(o.RunDir, id, o.Models, hashes, stderr)
 	if err != nil {
 		return nil, err
 	}
-	ev.runs = rd
+	ev.Runs = rd
 	so.ModelHash = hashFn
 	if o.Models[0].Base && o.Models[0].OutLogits == "" {
-		if ev.storeDir, err = rd.ModelDir(o.Models[0]); err != nil {
+		if ev.StoreDir, err = rd.ModelDir(o.Models[0]); err != nil {
 			rd.Close()
 			return nil, err
 		}
@@ -478,132 +479,32 @@ func writeResultTable(w io.Writer, rs *suite.ResultSet) {
 	tw.Flush()
 }
 
-// cliEvaluator evaluates one model with a backend and compare's Runner.
-type cliEvaluator struct {
-	backend  backendOptions
-	storeDir string
-	encoding compare.Encoding
-	topK     int
-	klRows   int // KL windows in compare_q mode
-	progress io.Writer
-	// externalKey names the --kld-base file externalPath.
-	externalKey, externalPath string
-	// runs, when set (--run-dir), journals every model's windows.
-	runs *suite.RunDir
-}
-
-func (e *cliEvaluator) Engine() string {
-	name, prec := e.backend.Name, e.backend.Precision
-	if name == "" {
-		name = "reference"
-	}
-	if name == "reference" {
-		prec = "fp64"
-	} else if prec == "" {
-		prec = "bf16"
-	}
-	eng := fmt.Sprintf("%s/%s/base-%s/top-%d", name, prec, e.encoding, e.topK)
-	if e.klRows > 0 {
-		eng += fmt.Sprintf("/kld-rows-%d", e.klRows)
-	}
-	return eng
-}
-
-func (e *cliEvaluator) storePath(key string) string {
-	if key != "" && key == e.externalKey {
-		return e.externalPath
-	}
-	return filepath.Join(e.storeDir, key+".qlp")
-}
-
-func (e *cliEvaluator) HasBase(key string) bool {
-	s, err := compare.OpenStore(e.storePath(key))
-	if err != nil {
-		return false
-	}
-	s.Close()
-	return true
-}
-
-// Evaluate opens job's model and backend and runs eval.Evaluate: the base
-// model writes its log-prob store, the others read it; with --run-dir the
-// model's journal is resumed.
-func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Result, error) {
-	m, err := checkpoint.OpenDir(job.Model.ModelDir)
-	if err != nil {
-		return compare.Result{}, usageErr(err)
-	}
-	defer m.Close()
-	rep, err := quant.Inspect(m)
-	if err != nil {
-		return compare.Result{}, usageErr(err)
-	}
-	be, err := openBackend(m, e.backend)
-	if err != nil {
-		return compare.Result{}, err
-	}
-	defer be.Close()
-	info := be.Info()
-	d := job.Data
-	id := &eval.Identity{
-		Version: eval.IdentityVersion, Command: "compare",
-		Model: job.Model.ModelDir, ModelHash: job.ModelHash, Label: job.Model.Label, Backend: info.Name, Precision: info.Precision,
-		Data: d.Info, DataSpecHash: d.Hash, Windows: len(d.Windows),
-		TopK: e.topK, BPWLayer: rep.BPWLayer, BPWHead: rep.BPWHead, VRAMGB: rep.VRAMGB, Format: rep.Format,
-	}
-	if job.SaveBase || job.UseBase {
-		id.KLMode, id.KLBaseKey, id.KLBaseFormat = d.KLMode, job.BaseKey, string(e.encoding)
-		if job.UseBase && job.BaseKey == e.externalKey {
-			id.KLBaseFormat = "external"
+// openForCompare opens a model and its backend for suite's evaluator.
+func openForCompare(bo backendOptions) func(dir string) (*suite.Opened, error) {
+	return func(dir string) (*suite.Opened, error) {
+		m, err := checkpoint.OpenDir(dir)
+		if err != nil {
+			return nil, usageErr(err)
 		}
-	}
-	o := eval.Options{Windows: d.Windows, Identity: id, TopK: e.topK, Progress: e.progress}
-
-	// Run directory: the model's journal; the base's store reused when
-	// complete, else the base evaluated again from its first window.
-	saveBase := job.SaveBase
-	storePath := e.storePath(job.BaseKey)
-	if e.runs != nil {
-		if o.RunDir, err = e.runs.OpenModel(job, id, storePath, func() bool { return e.HasBase(job.BaseKey) }, &saveBase); err != nil {
-			return compare.Result{}, err
+		rep, err := quant.Inspect(m)
+		if err != nil {
+			m.Close()
+			return nil, usageErr(err)
 		}
-		defer o.RunDir.Close()
-	}
-	if saveBase || job.UseBase {
-		if err := os.MkdirAll(e.storeDir, 0o755); err != nil {
-			return compare.Result{}, fmt.Errorf("base log-prob store: %w", err)
+		be, err := openBackend(m, bo)
+		if err != nil {
+			m.Close()
+			return nil, err
 		}
+		return &suite.Opened{Backend: be, BPWLayer: rep.BPWLayer, BPWHead: rep.BPWHead, VRAMGB: rep.VRAMGB, Format: rep.Format,
+			Close: func() error {
+				err := be.Close()
+				if e := m.Close(); err == nil {
+					err = e
+				}
+				return err
+			}}, nil
 	}
-	if saveBase {
-		bs := eval.BaseStore{Path: storePath, Encoding: e.encoding, KLMode: compare.KLMode(d.KLMode), KLRows: e.klRows, ModelHash: job.ModelHash, Vocab: info.Vocab}
-		if o.Save, err = eval.CreateBaseStore(bs, d.Windows, d.Tokens, d.Info, d.Hash); err != nil {
-			return compare.Result{}, err
-		}
-		defer o.Save.Abort()
-	}
-	if job.UseBase {
-		if o.Base, err = compare.OpenStore(storePath); err != nil {
-			return compare.Result{}, err
-		}
-		defer o.Base.Close()
-		if err := o.Base.Check(compare.StoreExpect{DataSpecHash: d.Hash, Vocab: info.Vocab}); err != nil {
-			return compare.Result{}, err
-		}
-	}
-	out, err := eval.Evaluate(ctx, be, o)
-	if err != nil {
-		var in *eval.Interrupted
-		if o.RunDir != nil && errors.As(err, &in) {
-			ie := &interruptedError{err: in.Err, runDir: e.runs.Dir, done: in.Done, total: in.Total}
-			ie.note = fmt.Sprintf("%d of %d windows are saved in %s", ie.done, ie.total, journalPath(o.RunDir.Dir))
-			if saveBase {
-				ie.note = "the base model's log-prob store was not finished: resuming evaluates the base model again from its first window"
-			}
-			return compare.Result{}, ie
-		}
-		return compare.Result{}, err
-	}
-	return out.Result, nil
 }
 
 // compareJournalName is the identity file of a compare run directory.

@@ -42,13 +42,12 @@ is written to --out, quantized with every format of the demo table, and
 every quantization is evaluated with the reference backend on the embedded
 text, with KL divergence against the BF16 base. It prints the table of
 bits per weight, perplexity and KLD and writes results.json and kld.png.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "directory for the models, results and plot (default: a new temporary directory)"},
 			&cli.IntFlag{Name: "ctx", Value: 256, Usage: "window length"},
 			&cli.IntFlag{Name: "stride", Value: 128, Usage: "window stride"},
 			&cli.IntFlag{Name: "rows", Value: 32, Usage: "at most this many windows (0 = all)"},
-			&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
-		},
+		}, backendFlags(backendFlagSet{name: true})...),
 		Action: runDemo,
 	}
 }
@@ -88,11 +87,16 @@ func runDemo(c *cli.Context) error {
 		"--base", base, "--base-label", "BF16 base",
 		"--text", text,
 		"--ctx", strconv.Itoa(c.Int("ctx")), "--stride", strconv.Itoa(c.Int("stride")), "--rows", strconv.Itoa(c.Int("rows")),
-		"--backend", c.String("backend"),
+		"--backend", c.String(flagBackend),
 		"--cache-dir", filepath.Join(dir, "cache"),
 		"--json", filepath.Join(dir, "results.json"),
 		"--plot", filepath.Join(dir, "kld.png"), "--y", "kld",
 		"--title", "qppl demo: embedded fixture, KL divergence vs bits per weight",
+	}
+	for _, f := range []string{flagPrecision, flagGPUs, flagGPUSplit} { // passed on when given
+		if c.IsSet(f) {
+			args = append(args, "--"+f, c.String(f))
+		}
 	}
 	for _, s := range demoSchemes {
 		out := filepath.Join(dir, strings.ToLower(s.scheme))

@@ -68,62 +68,72 @@ func newEvalCmd() *cli.Command {
 		Usage:     "perplexity (and KL divergence against a base) of one model",
 		UsageText: "qppl eval --model DIR (--text FILE | --tokens FILE.i32 | --dataset wikitext2 [--data FILE]) [options]",
 		Before:    requireFlags("model"),
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "model directory or Hugging Face hub id (org/name)"},
-			&cli.StringFlag{Name: "revision", Usage: "hub revision of --model"},
-			&cli.StringFlag{Name: "label", Usage: "label of the model in results and plots"},
-			&cli.StringFlag{Name: "text", Usage: "UTF-8 text file, tokenized with the model's tokenizer.json"},
-			&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file, used as is"},
-			&cli.StringFlag{Name: "dataset", Usage: "named dataset: wikitext2 (WikiText-2 raw v1 test)"},
-			&cli.StringFlag{Name: "data", Usage: "file for --dataset (rows JSONL, parquet, wiki.test.raw or text)"},
-			&cli.StringFlag{Name: "join", Usage: "row join for --dataset: compare_q, filtered or llamacpp (default: llamacpp for --method llamacpp, else compare_q)"},
-			&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp, hf-strided or lm-eval"},
-			&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length in tokens", DefaultText: "2048; lm-eval: the model's max_position_embeddings, as lm-eval's max_length"},
-			&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (compare_q, hf-strided)"},
-			&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (lm-eval: documents); 0 = all"},
-			&cli.StringFlag{Name: "backend", Value: "reference", Usage: "reference, emu or cuda"},
-			&cli.StringFlag{Name: "precision", Usage: "bf16, fp16 or fp32 (emu, cuda)"},
-			&cli.StringFlag{Name: "gpus", Usage: "GPU ids, e.g. 0,1 (cuda)"},
-			&cli.StringFlag{Name: "gpu-split", Usage: "GB per GPU (cuda)"},
-			&cli.StringFlag{Name: "json", Usage: "write the result JSON to this file"},
-			&cli.StringFlag{Name: "nll-out", Usage: "write every scored token's NLL (float64 LE, window order)"},
-			&cli.StringFlag{Name: "tokens-out", Usage: "per-token dump: FILE.jsonl or FILE.csv (window, position, token, NLL, KLD, top-1 of both)"},
-			&cli.StringFlag{Name: "save-logits", Usage: "store this (base) model's log-probs of the KL positions in FILE"},
-			&cli.StringFlag{Name: "logits-format", Value: "u16", Usage: "--save-logits encoding: u16 (llama.cpp's 16-bit scheme), f32, f64 (lossless), llamacpp (u16 in llama.cpp's --kl-divergence-base file; method llamacpp)"},
-			&cli.StringFlag{Name: "kld-base", Usage: "base log-probs (from --save-logits or llama-perplexity --kl-divergence-base): compute KL divergence and paired statistics"},
-			&cli.StringFlag{Name: "kld-mode", Usage: "KL coverage for --save-logits: scored (every scored token, llama.cpp) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
-			&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode"},
-			&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q"},
-			&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
-			&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
-			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
-			&cli.StringFlag{Name: "run-dir", Usage: "journal every finished window in DIR; the same command resumes an interrupted run (docs/runs.md)"},
-			&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge"},
-		},
+		Flags:     append(evalFlags(), backendFlags(backendFlagSet{name: true})...),
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErr(fmt.Errorf("eval: unexpected argument %q", c.Args().First()))
-			}
-			o := evalOptions{
-				Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"),
-				Text: c.String("text"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
-				Method: c.String("method"), Ctx: c.Int("ctx"), Stride: c.Int("stride"), Rows: c.Int("rows"),
-				Backend: backendOptions{Name: c.String("backend"), Precision: c.String("precision"), GPUs: c.String("gpus"), GPUSplit: c.String("gpu-split"), MaxTokens: c.Int("ctx"), Log: c.App.ErrWriter},
-				JSON:    c.String("json"), NLLOut: c.String("nll-out"), TokensOut: c.String("tokens-out"),
-				SaveLogits: c.String("save-logits"), LogitsFormat: c.String("logits-format"), KLDBase: c.String("kld-base"),
-				KLDMode: c.String("kld-mode"), KLDRows: c.Int("kld-rows"), KLDAllPos: c.Bool("kld-all-positions"), TopK: c.Int("top-k"),
-				Bootstrap: c.Int("bootstrap"), Seed: c.Uint64("seed"),
-				RunDir: c.String("run-dir"), Shard: c.String("shard"),
-			}
-			if o.Method == string(compare.MethodLMEval) && !c.IsSet("ctx") {
-				o.CtxFromModel = true
-			}
-			if !c.IsSet("kld-rows") {
-				o.KLDRows = 0 // unset: compare_q's 10 when saving, the store's when reading
+			o, err := evalOptionsFrom(c)
+			if err != nil {
+				return err
 			}
 			return runEval(c.Context, o, c.App.Writer, c.App.ErrWriter)
 		},
 	}
+}
+
+// evalFlags are the flags of `qppl eval` but the shared backend flags.
+func evalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "model", Usage: "model directory or Hugging Face hub id (org/name)"},
+		&cli.StringFlag{Name: "revision", Usage: "hub revision of --model"},
+		&cli.StringFlag{Name: "label", Usage: "label of the model in results and plots"},
+		&cli.StringFlag{Name: "text", Usage: "UTF-8 text file, tokenized with the model's tokenizer.json"},
+		&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file, used as is"},
+		&cli.StringFlag{Name: "dataset", Usage: "named dataset: wikitext2 (WikiText-2 raw v1 test)"},
+		&cli.StringFlag{Name: "data", Usage: "file for --dataset (rows JSONL, parquet, wiki.test.raw or text)"},
+		&cli.StringFlag{Name: "join", Usage: "row join for --dataset: compare_q, filtered or llamacpp (default: llamacpp for --method llamacpp, else compare_q)"},
+		&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp, hf-strided or lm-eval"},
+		&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length in tokens", DefaultText: "2048; lm-eval: the model's max_position_embeddings, as lm-eval's max_length"},
+		&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (compare_q, hf-strided)"},
+		&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (lm-eval: documents); 0 = all"},
+		&cli.StringFlag{Name: "json", Usage: "write the result JSON to this file"},
+		&cli.StringFlag{Name: "nll-out", Usage: "write every scored token's NLL (float64 LE, window order)"},
+		&cli.StringFlag{Name: "tokens-out", Usage: "per-token dump: FILE.jsonl or FILE.csv (window, position, token, NLL, KLD, top-1 of both)"},
+		&cli.StringFlag{Name: "save-logits", Usage: "store this (base) model's log-probs of the KL positions in FILE"},
+		&cli.StringFlag{Name: "logits-format", Value: "u16", Usage: "--save-logits encoding: u16 (llama.cpp's 16-bit scheme), f32, f64 (lossless), llamacpp (u16 in llama.cpp's --kl-divergence-base file; method llamacpp)"},
+		&cli.StringFlag{Name: "kld-base", Usage: "base log-probs (from --save-logits or llama-perplexity --kl-divergence-base): compute KL divergence and paired statistics"},
+		&cli.StringFlag{Name: "kld-mode", Usage: "KL coverage for --save-logits: scored (every scored token, llama.cpp) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
+		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode"},
+		&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q"},
+		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
+		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
+		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
+		&cli.StringFlag{Name: "run-dir", Usage: "journal every finished window in DIR; the same command resumes an interrupted run (docs/runs.md)"},
+		&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge"},
+	}
+}
+
+// evalOptionsFrom reads the flags of `qppl eval`.
+func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
+	if c.NArg() > 0 {
+		return evalOptions{}, usageErr(fmt.Errorf("eval: unexpected argument %q", c.Args().First()))
+	}
+	o := evalOptions{
+		Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"),
+		Text: c.String("text"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
+		Method: c.String("method"), Ctx: c.Int("ctx"), Stride: c.Int("stride"), Rows: c.Int("rows"),
+		Backend: backendFromFlags(c, c.Int("ctx")),
+		JSON:    c.String("json"), NLLOut: c.String("nll-out"), TokensOut: c.String("tokens-out"),
+		SaveLogits: c.String("save-logits"), LogitsFormat: c.String("logits-format"), KLDBase: c.String("kld-base"),
+		KLDMode: c.String("kld-mode"), KLDRows: c.Int("kld-rows"), KLDAllPos: c.Bool("kld-all-positions"), TopK: c.Int("top-k"),
+		Bootstrap: c.Int("bootstrap"), Seed: c.Uint64("seed"),
+		RunDir: c.String("run-dir"), Shard: c.String("shard"),
+	}
+	if o.Method == string(compare.MethodLMEval) && !c.IsSet("ctx") {
+		o.CtxFromModel = true
+	}
+	if !c.IsSet("kld-rows") {
+		o.KLDRows = 0 // unset: compare_q's 10 when saving, the store's when reading
+	}
+	return o, nil
 }
 
 // runEval reads top to bottom: model → data (eval.Prepare) → base
@@ -142,13 +152,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer m.Close()
-	if o.CtxFromModel {
-		o.Ctx = m.Config.MaxPositionEmbeddings
-		o.Backend.MaxTokens = o.Ctx
-	}
-	if method == compare.MethodLMEval {
-		o.Backend.MaxTokens = o.Ctx + 1 // a window holds its input and the last target
-	}
+	o.fitWindow(method, m.Config)
 	data, err := eval.Prepare(ctx, o.prepareOptions(method, dir, m.Config, stderr))
 	if err != nil {
 		return usageErr(prefixDataError("eval", err))
@@ -169,10 +173,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	var save *compare.StoreWriter
 	var modelHash string
 	if o.SaveLogits != "" {
-		if klMode == compare.KLCompareQ && (o.LogitsFormat == "" || o.LogitsFormat == string(compare.EncodingU16)) {
-			fmt.Fprintf(stderr, "qppl: warning: --logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it\n")
-		}
-		if save, modelHash, err = o.createStore(dir, klMode, data, m.Config.VocabSize); err != nil {
+		if save, modelHash, err = o.createStore(dir, klMode, data, m.Config.VocabSize, stderr); err != nil {
 			return err
 		}
 		defer save.Abort()
@@ -195,10 +196,6 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		Shard: shard, RunDir: rd, Progress: stderr,
 	})
 	if err != nil {
-		var in *eval.Interrupted
-		if errors.As(err, &in) {
-			return &interruptedError{err: in.Err, runDir: o.RunDir, done: in.Done, total: in.Total}
-		}
 		return err
 	}
 	if o.Shard != "" {
@@ -226,6 +223,19 @@ func openEvalModel(ctx context.Context, model, revision string, stderr io.Writer
 		return nil, "", usageErr(fmt.Errorf("eval: %w", err))
 	}
 	return m, dir, nil
+}
+
+// fitWindow sets the window length lm-eval takes from the model
+// (max_position_embeddings, as lm-eval's max_length) and the backend's
+// maximum window.
+func (o *evalOptions) fitWindow(method compare.Method, cfg *checkpoint.Config) {
+	if o.CtxFromModel {
+		o.Ctx = cfg.MaxPositionEmbeddings
+		o.Backend.MaxTokens = o.Ctx
+	}
+	if method == compare.MethodLMEval {
+		o.Backend.MaxTokens = o.Ctx + 1 // a window holds its input and the last target
+	}
 }
 
 // prefixDataError names the command in the errors eval.Prepare finds in
@@ -456,7 +466,10 @@ func (o *evalOptions) klMode() compare.KLMode {
 
 // createStore opens the --save-logits store, keyed by the data spec and
 // the model files; it returns the model files' hash.
-func (o *evalOptions) createStore(dir string, mode compare.KLMode, data *eval.Data, vocab int) (*compare.StoreWriter, string, error) {
+func (o *evalOptions) createStore(dir string, mode compare.KLMode, data *eval.Data, vocab int, stderr io.Writer) (*compare.StoreWriter, string, error) {
+	if mode == compare.KLCompareQ && (o.LogitsFormat == "" || o.LogitsFormat == string(compare.EncodingU16)) {
+		fmt.Fprintf(stderr, "qppl: warning: --logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it\n")
+	}
 	bs := eval.BaseStore{Path: o.SaveLogits, Encoding: compare.Encoding(o.LogitsFormat), KLMode: mode, KLRows: o.KLDRows, Vocab: vocab}
 	if o.LogitsFormat == "llamacpp" {
 		bs.Container, bs.Encoding = compare.ContainerLlamaCpp, compare.EncodingU16

@@ -32,11 +32,13 @@ type verifyOptions struct {
 	Ctx      int
 	Stride   int
 	Windows  int
-	Probe    int
+	Probe    int // --probe-windows
 	JSON     string
-	Prec     string
-	Tol      verify.Tolerances
-	Set      map[string]float64 // tolerance flags given explicitly
+	// TolerancePrecision is the precision the default tolerances are
+	// chosen for (the second backend's; fp64 for the reference).
+	TolerancePrecision string
+	Tol                verify.Tolerances
+	TolerancesGiven    map[string]float64 // tolerance flags given explicitly
 }
 
 func newVerifyCmd() *cli.Command {
@@ -48,12 +50,9 @@ func newVerifyCmd() *cli.Command {
 		Usage:     "compare two backends' numerics (NLL, KL, top-1, PPL, per-layer hidden states) on identical windows",
 		UsageText: "qppl verify --model DIR [--backends reference,emu|cuda] [--windows N] [--ctx N] [--precision bf16|fp16|fp32] [--tokens FILE | --text FILE | --dataset wikitext2] [tolerances]",
 		Before:    requireFlags("model"),
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Usage: "model directory"},
 			&cli.StringFlag{Name: "backends", Value: "reference,emu", Usage: "two backends, the first emitting log-probs (reference)"},
-			&cli.StringFlag{Name: "precision", Usage: "precision of the second backend: bf16 (default), fp16, fp32"},
-			&cli.StringFlag{Name: "gpus", Usage: "GPU ids (cuda) or number of emulated devices as ids (emu), e.g. 0,1"},
-			&cli.StringFlag{Name: "gpu-split", Usage: "GB per device, e.g. 20,24"},
 			&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file"},
 			&cli.StringFlag{Name: "text", Usage: "UTF-8 text, tokenized with the model's tokenizer.json"},
 			&cli.StringFlag{Name: "dataset", Usage: "wikitext2"},
@@ -69,7 +68,7 @@ func newVerifyCmd() *cli.Command {
 			fl("min-top1", "minimum top-1 agreement"),
 			fl("ppl-rel", "max relative PPL difference"),
 			fl("hidden-rel", "max relative L2 error of a hidden state"),
-		},
+		}, backendFlags(backendFlagSet{precision: "precision of the second backend: bf16 (default), fp16, fp32"})...),
 		Action: func(c *cli.Context) error {
 			bs := strings.Split(c.String("backends"), ",")
 			if len(bs) != 2 || bs[0] == "" || bs[1] == "" {
@@ -77,7 +76,7 @@ func newVerifyCmd() *cli.Command {
 			}
 			o := verifyOptions{
 				Model: c.String("model"), Backends: [2]string{strings.TrimSpace(bs[0]), strings.TrimSpace(bs[1])},
-				Backend: backendOptions{Precision: c.String("precision"), GPUs: c.String("gpus"), GPUSplit: c.String("gpu-split"), Log: c.App.ErrWriter},
+				Backend: backendFromFlags(c, c.Int("ctx")),
 				Tokens:  c.String("tokens"), Text: c.String("text"), Dataset: c.String("dataset"), Data: c.String("data"),
 				Ctx: c.Int("ctx"), Stride: c.Int("stride"), Windows: c.Int("windows"), Probe: c.Int("probe-windows"), JSON: c.String("json"),
 			}
@@ -88,13 +87,13 @@ func newVerifyCmd() *cli.Command {
 			if o.Backends[1] == "reference" {
 				prec = "fp64"
 			}
-			o.Prec = prec
+			o.TolerancePrecision = prec
 			for _, name := range []string{"max-nll", "mean-nll", "mean-kl", "min-top1", "ppl-rel", "hidden-rel"} {
 				if c.IsSet(name) {
-					if o.Set == nil {
-						o.Set = map[string]float64{}
+					if o.TolerancesGiven == nil {
+						o.TolerancesGiven = map[string]float64{}
 					}
-					o.Set[name] = c.Float64(name)
+					o.TolerancesGiven[name] = c.Float64(name)
 				}
 			}
 			return runVerify(c.Context, o, c.App.Writer, c.App.ErrWriter)
@@ -123,10 +122,10 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageErr(err)
 	}
-	o.Tol = verify.DefaultTolerances(o.Prec, act)
+	o.Tol = verify.DefaultTolerances(o.TolerancePrecision, act)
 	for name, dst := range map[string]*float64{"max-nll": &o.Tol.MaxNLL, "mean-nll": &o.Tol.MeanNLL, "mean-kl": &o.Tol.MeanKL,
-		"min-top1": &o.Tol.MinTop1, "ppl-rel": &o.Tol.PPLRel, "hidden-rel": &o.Tol.HiddenRe} {
-		if v, ok := o.Set[name]; ok {
+		"min-top1": &o.Tol.MinTop1, "ppl-rel": &o.Tol.PPLRel, "hidden-rel": &o.Tol.HiddenRel} {
+		if v, ok := o.TolerancesGiven[name]; ok {
 			*dst = v
 		}
 	}

@@ -62,7 +62,7 @@ func TestStatisticsHandComputed(t *testing.T) {
 	a := &fakeLP{fake{nll: []float64{1, 2, 3}, top: []int32{0, 1, 1}}}
 	b := &fake{nll: []float64{1.5, 2, 2}, kl: []float64{0.1, 0.2, 0.6}, top: []int32{0, 1, 0}}
 	w := backends.Window{Index: 7, Tokens: []int32{0, 1, 0, 1, 1}, First: 2}
-	tol := Tolerances{MaxNLL: 1, MeanNLL: 0.4, MeanKL: 0.31, MinTop1: 0.7, PPLRel: 0.2, HiddenRe: 1e-3}
+	tol := Tolerances{MaxNLL: 1, MeanNLL: 0.4, MeanKL: 0.31, MinTop1: 0.7, PPLRel: 0.2, HiddenRel: 1e-3}
 	rep, err := Run(context.Background(), a, b, []backends.Window{w}, Options{Tolerances: tol})
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +76,12 @@ func TestStatisticsHandComputed(t *testing.T) {
 	if rep.Tokens != 3 || rep.Windows != 1 || rep.MaxWindow != 7 || rep.MaxPosition != 4 {
 		t.Errorf("tokens %d windows %d, max at window %d position %d; want 3, 1, 7, 4", rep.Tokens, rep.Windows, rep.MaxWindow, rep.MaxPosition)
 	}
-	near("max |ΔNLL|", rep.MaxAbsNLL, 1)
-	near("mean |ΔNLL|", rep.MeanAbsNLL, 0.5)
-	near("RMS ΔNLL", rep.RMSNLL, math.Sqrt(1.25/3))
+	near("max |ΔNLL|", rep.MaxAbsNLLDiff, 1)
+	near("mean |ΔNLL|", rep.MeanAbsNLLDiff, 0.5)
+	near("RMS ΔNLL", rep.RMSNLLDiff, math.Sqrt(1.25/3))
 	near("mean KL", rep.MeanKL, 0.3)
 	near("max KL", rep.MaxKL, 0.6)
-	near("top-1 agreement", rep.Top1Agree, 2.0/3)
+	near("top-1 agreement", rep.Top1Agreement, 2.0/3)
 	near("PPL first", rep.PPL[0], math.Exp(2))
 	near("PPL second", rep.PPL[1], math.Exp(5.5/3))
 	// mean |ΔNLL| 0.5 > 0.4 and top-1 2/3 < 0.7 fail; max 1 ≤ 1, KL 0.3 ≤ 0.31
@@ -104,12 +104,12 @@ func TestStatisticsHandComputed(t *testing.T) {
 	// A NaN NLL in the second backend is an infinite difference, never a pass.
 	b.nll = []float64{1, math.NaN(), 3}
 	b.top = a.top
-	rep, err = Run(context.Background(), a, b, []backends.Window{w}, Options{Tolerances: Tolerances{MaxNLL: 10, MeanNLL: 10, MeanKL: 10, PPLRel: 10, HiddenRe: 10}})
+	rep, err = Run(context.Background(), a, b, []backends.Window{w}, Options{Tolerances: Tolerances{MaxNLL: 10, MeanNLL: 10, MeanKL: 10, PPLRel: 10, HiddenRel: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Pass || !math.IsInf(rep.MaxAbsNLL, 1) || rep.MaxPosition != 3 {
-		t.Errorf("NaN NLL: pass %v, max |ΔNLL| %v at position %d", rep.Pass, rep.MaxAbsNLL, rep.MaxPosition)
+	if rep.Pass || !math.IsInf(rep.MaxAbsNLLDiff, 1) || rep.MaxPosition != 3 {
+		t.Errorf("NaN NLL: pass %v, max |ΔNLL| %v at position %d", rep.Pass, rep.MaxAbsNLLDiff, rep.MaxPosition)
 	}
 	// ... and the report stays writable (JSON has no NaN or infinity).
 	rep.Points = []PointError{{Layer: 0, Site: "attn_out", RelErr: math.NaN(), MaxAbs: math.Inf(1)}}

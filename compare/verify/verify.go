@@ -16,12 +16,12 @@ import (
 
 // Tolerances bound the differences Run accepts.
 type Tolerances struct {
-	MaxNLL   float64 `json:"max_nll"`    // max |ΔNLL| over all scored tokens
-	MeanNLL  float64 `json:"mean_nll"`   // mean |ΔNLL|
-	MeanKL   float64 `json:"mean_kl"`    // mean KL(first ‖ second)
-	MinTop1  float64 `json:"min_top1"`   // minimum fraction of tokens with the same top-1
-	PPLRel   float64 `json:"ppl_rel"`    // |PPL_second / PPL_first − 1|
-	HiddenRe float64 `json:"hidden_rel"` // relative L2 error of any probed hidden state
+	MaxNLL    float64 `json:"max_nll"`    // max |ΔNLL| over all scored tokens
+	MeanNLL   float64 `json:"mean_nll"`   // mean |ΔNLL|
+	MeanKL    float64 `json:"mean_kl"`    // mean KL(first ‖ second)
+	MinTop1   float64 `json:"min_top1"`   // minimum fraction of tokens with the same top-1
+	PPLRel    float64 `json:"ppl_rel"`    // |PPL_second / PPL_first − 1|
+	HiddenRel float64 `json:"hidden_rel"` // relative L2 error of any probed hidden state
 }
 
 // DefaultTolerances returns the tolerances for a second backend computing
@@ -36,22 +36,22 @@ type Tolerances struct {
 func DefaultTolerances(precision string, actQuant bool) Tolerances {
 	switch precision {
 	case "fp64":
-		return Tolerances{MaxNLL: 1e-9, MeanNLL: 1e-10, MeanKL: 1e-12, MinTop1: 1, PPLRel: 1e-10, HiddenRe: 1e-10}
+		return Tolerances{MaxNLL: 1e-9, MeanNLL: 1e-10, MeanKL: 1e-12, MinTop1: 1, PPLRel: 1e-10, HiddenRel: 1e-10}
 	case "fp32":
 		if actQuant {
-			return Tolerances{MaxNLL: 0.1, MeanNLL: 5e-3, MeanKL: 1e-3, MinTop1: 0.97, PPLRel: 5e-3, HiddenRe: 1e-2}
+			return Tolerances{MaxNLL: 0.1, MeanNLL: 5e-3, MeanKL: 1e-3, MinTop1: 0.97, PPLRel: 5e-3, HiddenRel: 1e-2}
 		}
-		return Tolerances{MaxNLL: 2e-2, MeanNLL: 1e-3, MeanKL: 1e-4, MinTop1: 0.98, PPLRel: 2e-3, HiddenRe: 1e-3}
+		return Tolerances{MaxNLL: 2e-2, MeanNLL: 1e-3, MeanKL: 1e-4, MinTop1: 0.98, PPLRel: 2e-3, HiddenRel: 1e-3}
 	case "fp16":
 		if actQuant {
-			return Tolerances{MaxNLL: 3, MeanNLL: 0.06, MeanKL: 0.1, MinTop1: 0.9, PPLRel: 0.05, HiddenRe: 0.3}
+			return Tolerances{MaxNLL: 3, MeanNLL: 0.06, MeanKL: 0.1, MinTop1: 0.9, PPLRel: 0.05, HiddenRel: 0.3}
 		}
-		return Tolerances{MaxNLL: 0.1, MeanNLL: 0.02, MeanKL: 2e-3, MinTop1: 0.95, PPLRel: 0.02, HiddenRe: 2e-2}
+		return Tolerances{MaxNLL: 0.1, MeanNLL: 0.02, MeanKL: 2e-3, MinTop1: 0.95, PPLRel: 0.02, HiddenRel: 2e-2}
 	default: // bf16
 		if actQuant {
-			return Tolerances{MaxNLL: 4, MeanNLL: 0.2, MeanKL: 0.3, MinTop1: 0.75, PPLRel: 0.1, HiddenRe: 0.5}
+			return Tolerances{MaxNLL: 4, MeanNLL: 0.2, MeanKL: 0.3, MinTop1: 0.75, PPLRel: 0.1, HiddenRel: 0.5}
 		}
-		return Tolerances{MaxNLL: 0.5, MeanNLL: 0.08, MeanKL: 2e-2, MinTop1: 0.9, PPLRel: 0.05, HiddenRe: 0.1}
+		return Tolerances{MaxNLL: 0.5, MeanNLL: 0.08, MeanKL: 2e-2, MinTop1: 0.9, PPLRel: 0.05, HiddenRel: 0.1}
 	}
 }
 
@@ -81,35 +81,35 @@ type PointError struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	First       string       `json:"first"`  // backend name and precision
-	Second      string       `json:"second"` // backend name and precision
-	Windows     int          `json:"windows"`
-	Tokens      int          `json:"tokens"`
-	MaxAbsNLL   float64      `json:"max_abs_dnll"`
-	MaxWindow   int          `json:"max_window"`   // window index of the largest |ΔNLL|
-	MaxPosition int          `json:"max_position"` // its target position
-	MeanAbsNLL  float64      `json:"mean_abs_dnll"`
-	RMSNLL      float64      `json:"rms_dnll"`
-	MeanKL      float64      `json:"mean_kl"`
-	MaxKL       float64      `json:"max_kl"`
-	Top1Agree   float64      `json:"top1_agreement"`
-	PPL         [2]float64   `json:"ppl"` // of the first and the second backend
-	Points      []PointError `json:"points,omitempty"`
-	FirstBad    *PointError  `json:"first_bad,omitempty"` // first probe point (forward order) beyond HiddenRe
-	Tolerances  Tolerances   `json:"tolerances"`
-	Failures    []string     `json:"failures,omitempty"`
-	Pass        bool         `json:"pass"`
+	First          string       `json:"first"`  // backend name and precision
+	Second         string       `json:"second"` // backend name and precision
+	Windows        int          `json:"windows"`
+	Tokens         int          `json:"tokens"`
+	MaxAbsNLLDiff  float64      `json:"max_abs_dnll"`
+	MaxWindow      int          `json:"max_window"`   // window index of the largest |ΔNLL|
+	MaxPosition    int          `json:"max_position"` // its target position
+	MeanAbsNLLDiff float64      `json:"mean_abs_dnll"`
+	RMSNLLDiff     float64      `json:"rms_dnll"`
+	MeanKL         float64      `json:"mean_kl"`
+	MaxKL          float64      `json:"max_kl"`
+	Top1Agreement  float64      `json:"top1_agreement"`
+	PPL            [2]float64   `json:"ppl"` // of the first and the second backend
+	Points         []PointError `json:"points,omitempty"`
+	FirstBad       *PointError  `json:"first_bad,omitempty"` // first probe point (forward order) beyond HiddenRel
+	Tolerances     Tolerances   `json:"tolerances"`
+	Failures       []string     `json:"failures,omitempty"`
+	Pass           bool         `json:"pass"`
 }
 
-// rows is an in-memory BaseLogProbs: the first backend's log-probs of one
-// window's target positions.
-type rows struct {
-	v    int
-	data [][]float64
+// firstLogProbs is an in-memory BaseLogProbs: the first backend's
+// log-probs of one window's target positions.
+type firstLogProbs struct {
+	vocab int
+	data  [][]float64
 }
 
-func (r *rows) Vocab() int { return r.v }
-func (r *rows) LogProbs(i int, dst []float64) error {
+func (r *firstLogProbs) Vocab() int { return r.vocab }
+func (r *firstLogProbs) LogProbs(i int, dst []float64) error {
 	if i < 0 || i >= len(r.data) {
 		return fmt.Errorf("verify: KL position %d outside [0, %d)", i, len(r.data))
 	}
@@ -135,7 +135,7 @@ func Run(ctx context.Context, a, b backends.Backend, windows []backends.Window, 
 	var sumAbs, sumSq, sumKL, sumA, sumB float64
 	agree := 0
 	for wi, w := range windows {
-		base := &rows{v: ia.Vocab}
+		base := &firstLogProbs{vocab: ia.Vocab}
 		err := lpa.LogProbs(ctx, w, w.First-1, func(pos int, lp []float64) error {
 			if pos < len(w.Tokens)-1 {
 				base.data = append(base.data, append([]float64(nil), lp...))
@@ -158,10 +158,10 @@ func Run(ctx context.Context, a, b backends.Backend, windows []backends.Window, 
 		}
 		for i := range sa.NLL {
 			d := sb.NLL[i] - sa.NLL[i]
-			if ad := math.Abs(d); ad > rep.MaxAbsNLL || math.IsNaN(d) {
-				rep.MaxAbsNLL, rep.MaxWindow, rep.MaxPosition = ad, w.Index, w.First+i
+			if ad := math.Abs(d); ad > rep.MaxAbsNLLDiff || math.IsNaN(d) {
+				rep.MaxAbsNLLDiff, rep.MaxWindow, rep.MaxPosition = ad, w.Index, w.First+i
 				if math.IsNaN(d) {
-					rep.MaxAbsNLL = math.Inf(1)
+					rep.MaxAbsNLLDiff = math.Inf(1)
 				}
 			}
 			sumAbs += math.Abs(d)
@@ -186,8 +186,8 @@ func Run(ctx context.Context, a, b backends.Backend, windows []backends.Window, 
 	}
 	n := float64(rep.Tokens)
 	if n > 0 {
-		rep.MeanAbsNLL, rep.RMSNLL, rep.MeanKL = sumAbs/n, math.Sqrt(sumSq/n), sumKL/n
-		rep.Top1Agree = float64(agree) / n
+		rep.MeanAbsNLLDiff, rep.RMSNLLDiff, rep.MeanKL = sumAbs/n, math.Sqrt(sumSq/n), sumKL/n
+		rep.Top1Agreement = float64(agree) / n
 		rep.PPL = [2]float64{math.Exp(sumA / n), math.Exp(sumB / n)}
 	}
 	rep.check()
@@ -267,17 +267,17 @@ func (r *Report) check() {
 			r.Failures = append(r.Failures, fmt.Sprintf(f, a...))
 		}
 	}
-	fail(!(r.MaxAbsNLL <= t.MaxNLL), "max |ΔNLL| %.3g > %.3g (window %d, position %d)", r.MaxAbsNLL, t.MaxNLL, r.MaxWindow, r.MaxPosition)
-	fail(!(r.MeanAbsNLL <= t.MeanNLL), "mean |ΔNLL| %.3g > %.3g", r.MeanAbsNLL, t.MeanNLL)
+	fail(!(r.MaxAbsNLLDiff <= t.MaxNLL), "max |ΔNLL| %.3g > %.3g (window %d, position %d)", r.MaxAbsNLLDiff, t.MaxNLL, r.MaxWindow, r.MaxPosition)
+	fail(!(r.MeanAbsNLLDiff <= t.MeanNLL), "mean |ΔNLL| %.3g > %.3g", r.MeanAbsNLLDiff, t.MeanNLL)
 	fail(!(r.MeanKL <= t.MeanKL), "mean KL %.3g > %.3g", r.MeanKL, t.MeanKL)
-	fail(!(r.Top1Agree >= t.MinTop1), "top-1 agreement %.4f < %.4f", r.Top1Agree, t.MinTop1)
+	fail(!(r.Top1Agreement >= t.MinTop1), "top-1 agreement %.4f < %.4f", r.Top1Agreement, t.MinTop1)
 	rel := math.Abs(r.PPL[1]/r.PPL[0] - 1)
 	fail(!(rel <= t.PPLRel), "PPL %.6g vs %.6g: relative difference %.3g > %.3g", r.PPL[0], r.PPL[1], rel, t.PPLRel)
 	for i := range r.Points {
-		if !(r.Points[i].RelErr <= t.HiddenRe) {
+		if !(r.Points[i].RelErr <= t.HiddenRel) {
 			p := r.Points[i]
 			r.FirstBad = &p
-			fail(true, "hidden state layer %d site %s: relative error %.3g > %.3g (largest at position %d, column %d)", p.Layer, p.Site, p.RelErr, t.HiddenRe, p.Row, p.Col)
+			fail(true, "hidden state layer %d site %s: relative error %.3g > %.3g (largest at position %d, column %d)", p.Layer, p.Site, p.RelErr, t.HiddenRel, p.Row, p.Col)
 			break
 		}
 	}
@@ -289,17 +289,17 @@ func (r *Report) Write(w io.Writer) {
 	fmt.Fprintf(w, "verify: %s vs %s on %d windows, %d scored tokens\n", r.First, r.Second, r.Windows, r.Tokens)
 	row := func(name, val, tol string) { fmt.Fprintf(w, "  %-22s %-28s %s\n", name, val, tol) }
 	t := r.Tolerances
-	row("max |ΔNLL|", fmt.Sprintf("%.3g (window %d, pos %d)", r.MaxAbsNLL, r.MaxWindow, r.MaxPosition), fmt.Sprintf("≤ %.3g", t.MaxNLL))
-	row("mean |ΔNLL|", fmt.Sprintf("%.3g", r.MeanAbsNLL), fmt.Sprintf("≤ %.3g", t.MeanNLL))
-	row("RMS ΔNLL", fmt.Sprintf("%.3g", r.RMSNLL), "")
+	row("max |ΔNLL|", fmt.Sprintf("%.3g (window %d, pos %d)", r.MaxAbsNLLDiff, r.MaxWindow, r.MaxPosition), fmt.Sprintf("≤ %.3g", t.MaxNLL))
+	row("mean |ΔNLL|", fmt.Sprintf("%.3g", r.MeanAbsNLLDiff), fmt.Sprintf("≤ %.3g", t.MeanNLL))
+	row("RMS ΔNLL", fmt.Sprintf("%.3g", r.RMSNLLDiff), "")
 	row("KL mean / max", fmt.Sprintf("%.3g / %.3g", r.MeanKL, r.MaxKL), fmt.Sprintf("mean ≤ %.3g", t.MeanKL))
-	row("top-1 agreement", fmt.Sprintf("%.4f", r.Top1Agree), fmt.Sprintf("≥ %.4f", t.MinTop1))
+	row("top-1 agreement", fmt.Sprintf("%.4f", r.Top1Agreement), fmt.Sprintf("≥ %.4f", t.MinTop1))
 	row("PPL", fmt.Sprintf("%.6g / %.6g", r.PPL[0], r.PPL[1]), fmt.Sprintf("relative ≤ %.3g", t.PPLRel))
 	if len(r.Points) > 0 {
-		fmt.Fprintf(w, "  hidden states (relative L2 error, tolerance %.3g):\n", t.HiddenRe)
+		fmt.Fprintf(w, "  hidden states (relative L2 error, tolerance %.3g):\n", t.HiddenRel)
 		for _, p := range r.Points {
 			mark := ""
-			if !(p.RelErr <= t.HiddenRe) {
+			if !(p.RelErr <= t.HiddenRel) {
 				mark = "  <-- beyond tolerance"
 			}
 			fmt.Fprintf(w, "    layer %3d %-10s %.3g%s\n", p.Layer, p.Site, p.RelErr, mark)

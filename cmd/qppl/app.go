@@ -110,8 +110,9 @@ func onUsageError(name string) cli.OnUsageErrorFunc {
 }
 
 // checkOutputDirs checks, before a command runs, that the directory of each
-// output file (flag name → path; "" = not given) exists, so that a long run
-// never ends in "no such file or directory". runDir ("" = none) and its
+// output file (flag name → path; "" = not given) exists and can be written
+// in, so that a long run never ends in "no such file or directory" or
+// "permission denied". runDir ("" = none) and its
 // parents count as existing: the command creates them before it runs.
 func checkOutputDirs(cmd string, outs map[string]string, runDir string) error {
 	for _, name := range slices.Sorted(maps.Keys(outs)) {
@@ -133,8 +134,27 @@ func checkOutputDirs(cmd string, outs map[string]string, runDir string) error {
 		} else if !fi.IsDir() {
 			return fmt.Errorf("%s: --%s %s: %s is not a directory", cmd, name, p, d)
 		}
+		if err := probeWritable(d); err != nil {
+			return fmt.Errorf("%s: --%s %s: cannot write in directory %s: %v", cmd, name, p, d, err)
+		}
 	}
 	return nil
+}
+
+// probeWritable creates and removes a file in dir: a directory the run
+// could not write its output into is found before any work.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".qppl-write-check-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary name is ours, not the user's
+		}
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // checkBackendName rejects an unknown --backend before any data is read

@@ -59,6 +59,14 @@ func backendFlags(s backendFlagSet) []cli.Flag {
 	)
 }
 
+// checkDevices refuses device flags for a backend that has no devices.
+func (o backendOptions) checkDevices() error {
+	if (o.Name == "" || o.Name == "reference") && (o.GPUs != "" || o.GPUSplit != "") {
+		return fmt.Errorf("--gpus and --gpu-split choose the devices of --backend emu or cuda; the reference backend runs on the CPU")
+	}
+	return nil
+}
+
 // backendFromFlags reads the shared backend flags; maxTokens is the
 // longest window the command will score (its --ctx).
 func backendFromFlags(c *cli.Context, maxTokens int) backendOptions {

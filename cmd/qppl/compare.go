@@ -36,7 +36,8 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "join", Usage: "row join: compare_q, filtered or llamacpp", DefaultText: "llamacpp for --method llamacpp, else compare_q"},
 		&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json or model directory (default: the base model, else the first model)"},
 		&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length (eval_len)"},
-		&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (eval_stride)"},
+		&cli.IntFlag{Name: "stride", Usage: "window stride (eval_stride)", DefaultText: "ctx/4"},
+		allowGapsFlag,
 		&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (max_rows; 0 = all)"},
 		&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp or hf-strided"},
 		&cli.StringFlag{Name: "kld-mode", Aliases: []string{"kl-mode"}, Usage: "KL coverage: scored (every scored position) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
@@ -127,6 +128,9 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		}
 	}
 	if err := checkBackendName(o.Backend.Name); err != nil {
+		return o, usageErr(fmt.Errorf("compare: %w", err))
+	}
+	if err := o.Backend.checkDevices(); err != nil {
 		return o, usageErr(fmt.Errorf("compare: %w", err))
 	}
 	if err := checkOutputDirs("compare", map[string]string{"json": o.JSON, "plot": o.Plot}, o.RunDir); err != nil {
@@ -337,13 +341,35 @@ func (o *compareOptions) report(rs *suite.ResultSet, baseline *suite.ResultSet, 
 	return nil
 }
 
+// checkCompareWindowFlags applies the stride default (ctx/4) and refuses
+// what the method ignores or what leaves tokens unscored.
+func checkCompareWindowFlags(c *cli.Context, spec *suite.DataSpec) error {
+	method, err := compare.ParseMethod(spec.Method)
+	if err != nil {
+		return err
+	}
+	if !c.IsSet("stride") {
+		spec.EvalStride = defaultStride(spec.EvalLen)
+	}
+	if err := checkStrideUsed("compare", method, c.IsSet("stride")); err != nil {
+		return err
+	}
+	if err := checkGaps("compare", method, spec.EvalLen, spec.EvalStride, c.Bool("allow-gaps")); err != nil {
+		return err
+	}
+	if c.IsSet("join") && spec.TokensFile != "" {
+		return errors.New("compare: --join joins the rows of the data; --tokens is read as it is")
+	}
+	return nil
+}
+
 // compareInputs builds the data spec and model list from compare_q spec
 // files or from qppl's flags (not both).
 func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.ModelSpec, error) {
 	var models []suite.ModelSpec
 	var spec *suite.DataSpec
 	if p := c.String("data-spec"); p != "" {
-		for _, f := range []string{"text", "tokens", "dataset", "join", "tokenizer", "ctx", "stride", "rows", "method"} {
+		for _, f := range []string{"text", "tokens", "dataset", "join", "tokenizer", "ctx", "stride", "rows", "method", "allow-gaps"} {
 			if c.IsSet(f) {
 				return nil, nil, fmt.Errorf("--%s cannot be combined with --data-spec (edit the spec; only --data and --kl-mode apply to it)", f)
 			}
@@ -390,6 +416,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 		}
 		if spec.TokensFile != "" && n > 1 || n == 0 {
 			return nil, nil, errors.New("give the data with one of --text FILE, --tokens FILE, --dataset wikitext2 [--data FILE], or --data-spec FILE")
+		}
+		if err := checkCompareWindowFlags(c, spec); err != nil {
+			return nil, nil, err
 		}
 	}
 	if k := c.String("kld-mode"); k != "" {

@@ -60,6 +60,11 @@ type evalOptions struct {
 
 	RunDir string // --run-dir DIR: journal windows, resume
 	Shard  string // --shard I/N
+
+	AllowGaps bool // --allow-gaps: a stride larger than ctx
+	// given holds the flags set on the command line, for the flags a
+	// method or backend would ignore (usage errors, never dropped).
+	given map[string]bool
 }
 
 func newEvalCmd() *cli.Command {
@@ -92,7 +97,8 @@ func evalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "join", Usage: "row join for --dataset: compare_q, filtered or llamacpp (default: llamacpp for --method llamacpp, else compare_q)"},
 		&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp, hf-strided or lm-eval"},
 		&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length in tokens", DefaultText: "2048; lm-eval: the model's max_position_embeddings, as lm-eval's max_length"},
-		&cli.IntFlag{Name: "stride", Value: 512, Usage: "window stride (compare_q, hf-strided)"},
+		&cli.IntFlag{Name: "stride", Usage: "window stride (compare_q, hf-strided)", DefaultText: "ctx/4"},
+		allowGapsFlag,
 		&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (lm-eval: documents); 0 = all"},
 		&cli.StringFlag{Name: "json", Usage: "write the result JSON to this file"},
 		&cli.StringFlag{Name: "nll-out", Usage: "write every scored token's NLL (float64 LE, window order)"},
@@ -130,6 +136,11 @@ func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
 	if o.Method == string(compare.MethodLMEval) && !c.IsSet("ctx") {
 		o.CtxFromModel = true
 	}
+	o.AllowGaps = c.Bool("allow-gaps")
+	o.given = map[string]bool{}
+	for _, f := range []string{"stride", "join", "logits-format", "kld-mode", "kld-rows", "kld-all-positions"} {
+		o.given[f] = c.IsSet(f)
+	}
 	if !c.IsSet("kld-rows") {
 		o.KLDRows = 0 // unset: compare_q's 10 when saving, the store's when reading
 	}
@@ -153,6 +164,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	defer m.Close()
 	o.fitWindow(method, m.Config)
+	warnLongContext(o.Ctx, m.Config, stderr)
 	data, err := eval.Prepare(ctx, o.prepareOptions(method, dir, m.Config, stderr))
 	if err != nil {
 		return usageErr(prefixDataError("eval", err))
@@ -235,6 +247,14 @@ func (o *evalOptions) fitWindow(method compare.Method, cfg *checkpoint.Config) {
 	}
 	if method == compare.MethodLMEval {
 		o.Backend.MaxTokens = o.Ctx + 1 // a window holds its input and the last target
+	}
+}
+
+// warnLongContext says when windows are longer than the positions the
+// model was trained for (config.json's max_position_embeddings).
+func warnLongContext(ctx int, cfg *checkpoint.Config, stderr io.Writer) {
+	if n := cfg.MaxPositionEmbeddings; n > 0 && ctx > n {
+		fmt.Fprintf(stderr, "qppl: warning: --ctx %d is longer than the model's max_position_embeddings %d: positions beyond it were never trained\n", ctx, n)
 	}
 }
 
@@ -356,8 +376,21 @@ func openEvalRunDir(dir string, id *eval.Identity, modelDir string, ws []backend
 	return rd, nil
 }
 
-// report writes the output files (each atomic), then the summary.
+// report writes the output files (each atomic), then the summary; the
+// summary is printed even when a file cannot be written, so the result of
+// the run is never lost.
 func (o *evalOptions) report(out *eval.Outcome, data *eval.Data, klMode compare.KLMode, vocab int, stdout, stderr io.Writer) error {
+	if err := o.writeFiles(out, data, klMode, vocab, stderr); err != nil {
+		if serr := compare.WriteSummary(stdout, &out.Result); serr != nil {
+			return errors.Join(err, serr)
+		}
+		return err
+	}
+	return compare.WriteSummary(stdout, &out.Result)
+}
+
+// writeFiles writes --json, --nll-out and --tokens-out.
+func (o *evalOptions) writeFiles(out *eval.Outcome, data *eval.Data, klMode compare.KLMode, vocab int, stderr io.Writer) error {
 	if o.SaveLogits != "" {
 		if fi, err := os.Stat(o.SaveLogits); err == nil {
 			fmt.Fprintf(stderr, "qppl: wrote base log-probs %s (%s, %s mode, vocab %d): %d bytes (%.1f MB)\n",
@@ -379,7 +412,7 @@ func (o *evalOptions) report(out *eval.Outcome, data *eval.Data, klMode compare.
 			return err
 		}
 	}
-	return compare.WriteSummary(stdout, &out.Result)
+	return nil
 }
 
 // check validates flag combinations before anything is read.
@@ -421,8 +454,14 @@ func (o *evalOptions) checkFlags(method compare.Method) error {
 	if o.Ctx < 2 {
 		return fmt.Errorf("eval: --ctx %d: need at least 2", o.Ctx)
 	}
+	if o.Stride == 0 && !o.given["stride"] {
+		o.Stride = defaultStride(o.Ctx)
+	}
 	if method.UsesStride() && o.Stride < 1 {
 		return fmt.Errorf("eval: --stride %d: must be >= 1", o.Stride)
+	}
+	if err := o.checkIgnored(method); err != nil {
+		return err
 	}
 	if o.Rows < 0 {
 		return fmt.Errorf("eval: --rows %d: must be >= 0 (0 = all)", o.Rows)
@@ -452,6 +491,34 @@ func (o *evalOptions) checkFlags(method compare.Method) error {
 		if ext := strings.ToLower(filepath.Ext(o.TokensOut)); ext != ".jsonl" && ext != ".csv" {
 			return fmt.Errorf("eval: --tokens-out %s: want a .jsonl or .csv file name", o.TokensOut)
 		}
+	}
+	return nil
+}
+
+// checkIgnored refuses the flags the chosen data, method or backend would
+// ignore: a silently dropped flag is a wrong number with exit 0.
+func (o *evalOptions) checkIgnored(method compare.Method) error {
+	if err := checkStrideUsed("eval", method, o.given["stride"]); err != nil {
+		return err
+	}
+	if !o.CtxFromModel {
+		if err := checkGaps("eval", method, o.Ctx, o.Stride, o.AllowGaps); err != nil {
+			return err
+		}
+	}
+	if o.given["join"] && o.Dataset == "" {
+		return errors.New("eval: --join joins the rows of --dataset; --text and --tokens are read as they are")
+	}
+	if o.given["logits-format"] && o.SaveLogits == "" {
+		return errors.New("eval: --logits-format is the encoding of --save-logits, which is not given")
+	}
+	for _, f := range []string{"kld-mode", "kld-rows", "kld-all-positions"} {
+		if o.given[f] && o.SaveLogits == "" && o.KLDBase == "" {
+			return fmt.Errorf("eval: --%s goes with --save-logits (or --kld-base, which it is checked against)", f)
+		}
+	}
+	if err := o.Backend.checkDevices(); err != nil {
+		return fmt.Errorf("eval: %w", err)
 	}
 	return nil
 }

@@ -288,7 +288,11 @@ func TestEvalDatasetMethods(t *testing.T) {
 	}
 	for _, method := range []string{"compare_q", "exl3-ppl", "llamacpp", "hf-strided", "lm-eval"} {
 		out := filepath.Join(dir, method+".json")
-		code, _, stderr := runQPPL(t, "eval", "--model", model, "--dataset", "wikitext2", "--data", data, "--method", method, "--ctx", "128", "--stride", "64", "--json", out)
+		args := []string{"eval", "--model", model, "--dataset", "wikitext2", "--data", data, "--method", method, "--ctx", "128", "--json", out}
+		if method == "compare_q" || method == "hf-strided" { // a stride given to another method is a usage error
+			args = append(args, "--stride", "64")
+		}
+		code, _, stderr := runQPPL(t, args...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", method, code, stderr)
 		}

@@ -51,15 +51,12 @@ func runMerge(o mergeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var werr error // the summary is printed even when a file cannot be written
 	if o.JSON != "" {
-		if err := writeResultJSON(o.JSON, &res); err != nil {
-			return err
-		}
+		werr = writeResultJSON(o.JSON, &res)
 	}
-	if o.NLLOut != "" {
-		if err := compare.WriteNLL(o.NLLOut, ws); err != nil {
-			return err
-		}
+	if o.NLLOut != "" && werr == nil {
+		werr = compare.WriteNLL(o.NLLOut, ws)
 	}
-	return compare.WriteSummary(stdout, &res)
+	return errors.Join(werr, compare.WriteSummary(stdout, &res))
 }

@@ -109,7 +109,15 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if o.Stride == 0 {
 		o.Stride = o.Ctx
 	}
-	m, err := arch.OpenDir(o.Model)
+	if err := checkOutputDirs("verify", map[string]string{"json": o.JSON}, ""); err != nil {
+		return usageErr(err)
+	}
+	if o.Backends[1] == "reference" {
+		if err := o.Backend.checkDevices(); err != nil {
+			return usageErr(fmt.Errorf("verify: %w", err))
+		}
+	}
+	m, err := checkpoint.OpenDir(o.Model)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -524,4 +526,64 @@ func TestStoreShrunkAfterOpen(t *testing.T) {
 	if err := lp.LogProbs(1, dst); err == nil || !strings.Contains(err.Error(), "24 of 32 bytes") {
 		t.Fatalf("position 1 of a shrunk file: err %v", err)
 	}
+}
+
+// Issue 11 item 9: when stderr is not a terminal, progress is a plain line
+// at most every PlainInterval (no carriage return in log files), preceded
+// once by the header.
+func TestProgressPlain(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &Progress{W: &buf, Now: func() time.Time { return now }, Plain: true, Header: "data: x\nmodel: y"}
+	p.Start(100, 1000)
+	for i := 1; i <= 100; i++ {
+		now = now.Add(time.Second)
+		p.Update(i, int64(10*i))
+	}
+	p.Finish()
+	want := "data: x\nmodel: y\n" +
+		"progress: 1/100 windows  10 tok/s  elapsed 0:01  ETA 1:39\n" +
+		"progress: 11/100 windows  10 tok/s  elapsed 0:11  ETA 1:29\n"
+	if got := buf.String(); !strings.HasPrefix(got, want) || strings.Contains(got, "\r") || strings.Count(got, "\n") != 2+11 {
+		t.Errorf("plain progress:\n%q\nwant lines every 10 s starting\n%q", got, want)
+	}
+	if NewProgress(&buf, "").Plain != true {
+		t.Error("a buffer is not a terminal: plain lines")
+	}
+}
+
+// Issue 11 item 9: a run whose first window is slow says what it is doing
+// after Delay, before the first window ends.
+func TestProgressBeforeFirstWindow(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	p := &Progress{W: syncWriter{&mu, &buf}, Plain: true, Delay: 20 * time.Millisecond, Header: "data: x"}
+	p.Start(3, 30)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		s := buf.String()
+		mu.Unlock()
+		if strings.Contains(s, "progress: 0/3 windows") {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Finish()
+	mu.Lock()
+	defer mu.Unlock()
+	if got := buf.String(); !strings.HasPrefix(got, "data: x\nprogress: 0/3 windows") {
+		t.Errorf("nothing said while the first window runs: %q", got)
+	}
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (s syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }

@@ -34,8 +34,11 @@ type Options struct {
 	// RunDir, when set, supplies the journaled windows (skipped) and
 	// journals every new one.
 	RunDir *RunDir
-	// Progress receives progress lines (nil: none).
-	Progress io.Writer
+	// Progress receives progress lines (nil: none): a bar on a terminal,
+	// a plain line every few seconds otherwise. ProgressHeader is printed
+	// before the first of them (what is being evaluated).
+	Progress       io.Writer
+	ProgressHeader string
 }
 
 // Outcome is what Evaluate returns.
@@ -64,7 +67,7 @@ func Evaluate(ctx context.Context, be backends.Backend, o Options) (*Outcome, er
 	var done []compare.WindowResult
 	runner := &compare.Runner{
 		Backend: be, Windows: o.Windows, Base: o.Base, Save: o.Save, TopK: o.TopK, Top1: o.Top1,
-		Progress: &compare.Progress{W: o.Progress},
+		Progress: compare.NewProgress(o.Progress, o.ProgressHeader),
 	}
 	if o.RunDir != nil {
 		done = o.RunDir.Done

@@ -69,6 +69,25 @@ func (id *Identity) ShardName() string {
 	return id.Shard
 }
 
+// Key returns the part of the identity that decides the window scores, as
+// canonical JSON: the hashes of the model files, of the token stream and of
+// the base log-probs, the method and window shape, backend, precision, KL
+// mode, top-K, label and shard. Paths (the model directory, the data
+// source, the tokenizer, the row join: the hashes decide), the settings
+// that only post-process window results (bootstrap, seed, words and bytes)
+// and the number of windows (a larger --rows extends a run; each journaled
+// window is checked against the run's own) are information only: a run
+// resumes, and shards merge, whenever their keys are equal.
+func (id *Identity) Key() ([]byte, error) {
+	k := *id
+	k.Model = ""
+	k.Data.Source, k.Data.Tokenizer, k.Data.Join = "", "", ""
+	k.Bootstrap, k.Seed, k.Words, k.Bytes = 0, 0, 0, 0
+	k.Data.Rows, k.Data.Documents, k.Windows, k.DataSpecHash = 0, 0, 0, ""
+	k.BPWLayer, k.BPWHead, k.VRAMGB, k.Format = 0, 0, 0, ""
+	return k.Canonical()
+}
+
 // CanonicalJSON re-encodes a JSON document with object keys sorted
 // (encoding/json sorts map keys), numbers kept as written.
 func CanonicalJSON(b []byte) ([]byte, error) {

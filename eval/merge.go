@@ -74,14 +74,21 @@ func mergeShards(parts []shardJournal) (*Identity, []compare.WindowResult, error
 	first := parts[0]
 	common := *first.id
 	common.Shard = ""
-	want, _ := common.Canonical()
 	n := first.shard.N
 	byShard := map[int]string{}
 	for _, p := range parts {
 		other := *p.id
 		other.Shard = ""
-		got, _ := other.Canonical()
-		if string(got) != string(want) {
+		// One run: the same key (paths and labels are information only)
+		// and the same windows.
+		same, _, _, err := sameKey(&common, &other)
+		if err != nil {
+			return nil, nil, err
+		}
+		same = same && other.Windows == common.Windows && other.DataSpecHash == common.DataSpecHash
+		if !same { // every field that differs, the deciding ones among them
+			want, _ := common.Canonical()
+			got, _ := other.Canonical()
 			return nil, nil, fmt.Errorf("merge: %s and %s are not shards of the same run (%s)", first.dir, p.dir, joinDiff(IdentityDiff(want, got, "in "+first.dir, "in "+p.dir)))
 		}
 		if p.shard.N != n {

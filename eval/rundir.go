@@ -56,7 +56,24 @@ func OpenRunDir(dir string, id *Identity, ws []backends.Window) (*RunDir, error)
 		return nil, err
 	}
 	path := JournalPath(dir)
-	j, recs, err := journal.Open(path, cur)
+	// The journal's header is the identity of the run that started it;
+	// this run continues it when their keys agree (paths, labels and
+	// post-processing settings may differ).
+	header := cur
+	if c, rerr := journal.Read(path); rerr == nil {
+		if old, perr := ParseIdentity(c.Identity, path); perr == nil {
+			ok, _, _, err := sameKey(old, id)
+			if err != nil {
+				return nil, err
+			}
+			if !ok { // every field that differs, the deciding ones among them
+				msg := fmt.Sprintf("--run-dir %s holds a different run (%s)", dir, strings.Join(IdentityDiff(c.Identity, cur, "in the journal", "now"), "; "))
+				return nil, Input(fmt.Errorf("%s: resume it with its original options, or use a new --run-dir", msg))
+			}
+			header = c.Identity
+		}
+	}
+	j, recs, err := journal.Open(path, header)
 	if errors.Is(err, journal.ErrIdentity) {
 		msg := fmt.Sprintf("--run-dir %s holds a different run", dir)
 		if c, rerr := journal.Read(path); rerr == nil {
@@ -74,6 +91,20 @@ func OpenRunDir(dir string, id *Identity, ws []backends.Window) (*RunDir, error)
 		return nil, Input(err)
 	}
 	return &RunDir{Dir: dir, j: j, Done: done}, nil
+}
+
+// sameKey reports whether two identities have the same Key, and returns
+// both keys.
+func sameKey(a, b *Identity) (bool, []byte, []byte, error) {
+	ka, err := a.Key()
+	if err != nil {
+		return false, nil, nil, err
+	}
+	kb, err := b.Key()
+	if err != nil {
+		return false, nil, nil, err
+	}
+	return string(ka) == string(kb), kb, ka, nil
 }
 
 // DecodeRecords decodes journal records and checks each against the run's

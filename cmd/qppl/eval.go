@@ -113,7 +113,8 @@ func evalFlags() []cli.Flag {
 		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
 		&cli.StringFlag{Name: "run-dir", Usage: "journal every finished window in DIR; the same command resumes an interrupted run (docs/runs.md)"},
-		&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge"},
+		&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge; auto: from a Slurm job array or a Kubernetes Indexed Job (docs/runs.md)"},
+		&cli.IntFlag{Name: "shards", Usage: "number of shards for --shard auto in a Kubernetes Indexed Job (its completions)"},
 	}
 }
 
@@ -137,6 +138,11 @@ func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
 		o.CtxFromModel = true
 	}
 	o.AllowGaps = c.Bool("allow-gaps")
+	shard, err := resolveShard(o.Shard, c.Int("shards"), os.Getenv)
+	if err != nil {
+		return o, usageErr(fmt.Errorf("eval: %w", err))
+	}
+	o.Shard = shard
 	o.given = map[string]bool{}
 	for _, f := range []string{"stride", "join", "logits-format", "kld-mode", "kld-rows", "kld-all-positions"} {
 		o.given[f] = c.IsSet(f)
@@ -182,10 +188,15 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if base != nil {
 		defer base.Close()
 	}
+	// The model files' hash identifies the model in the result, the base
+	// store and the run directory (its path is information only).
+	modelHash, err := compare.ModelHash(dir)
+	if err != nil {
+		return err
+	}
 	var save *compare.StoreWriter
-	var modelHash string
 	if o.SaveLogits != "" {
-		if save, modelHash, err = o.createStore(dir, klMode, data, m.Config.VocabSize, stderr); err != nil {
+		if save, err = o.createStore(modelHash, klMode, data, m.Config.VocabSize, stderr); err != nil {
 			return err
 		}
 		defer save.Abort()
@@ -198,14 +209,14 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	id := o.identity(m, be.Info(), data, klMode, modelHash, shard, base, stderr)
 	var rd *eval.RunDir
 	if o.RunDir != "" {
-		if rd, err = openEvalRunDir(o.RunDir, id, dir, data.Windows, stderr); err != nil {
+		if rd, err = openEvalRunDir(o.RunDir, id, data.Windows, stderr); err != nil {
 			return err
 		}
 		defer rd.Close()
 	}
 	out, err := eval.Evaluate(ctx, be, eval.Options{
 		Windows: data.Windows, Identity: id, Base: base, Save: save, TopK: o.TopK, Top1: o.TokensOut != "" || rd != nil,
-		Shard: shard, RunDir: rd, Progress: stderr,
+		Shard: shard, RunDir: rd, Progress: stderr, ProgressHeader: progressHeader(data, dir, id),
 	})
 	if err != nil {
 		return err
@@ -216,6 +227,18 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return nil
 	}
 	return o.report(out, data, klMode, m.Config.VocabSize, stdout, stderr)
+}
+
+// progressHeader says what a long run is evaluating, before its first
+// progress line.
+func progressHeader(data *eval.Data, dir string, id *eval.Identity) string {
+	h := fmt.Sprintf("data: %s, %d tokens (sha256 %.12s), %d windows of %d (method %s), %d scored tokens\n",
+		data.Spec.Source, data.Spec.NumTokens, data.Spec.TokensHash, len(data.Windows), data.Spec.Ctx, data.Spec.Method, compare.ScoredTokens(data.Windows))
+	format := id.Format
+	if format == "" {
+		format = "bits per weight unknown"
+	}
+	return h + fmt.Sprintf("model: %s (%s; backend %s %s)", dir, format, id.Backend, id.Precision)
 }
 
 // openEvalModel resolves --model (a directory or a hub id) and opens it;
@@ -349,16 +372,9 @@ func (o *evalOptions) identity(m *checkpoint.Model, info backends.Info, data *ev
 	return id
 }
 
-// openEvalRunDir opens --run-dir (the model files' hash joins the
-// identity) and says how much of the run is already done.
-func openEvalRunDir(dir string, id *eval.Identity, modelDir string, ws []backends.Window, stderr io.Writer) (*eval.RunDir, error) {
-	if id.ModelHash == "" {
-		h, err := compare.ModelHash(modelDir)
-		if err != nil {
-			return nil, err
-		}
-		id.ModelHash = h
-	}
+// openEvalRunDir opens --run-dir and says how much of the run is already
+// done.
+func openEvalRunDir(dir string, id *eval.Identity, ws []backends.Window, stderr io.Writer) (*eval.RunDir, error) {
 	rd, err := eval.OpenRunDir(dir, id, ws)
 	if err != nil {
 		return nil, err
@@ -478,6 +494,11 @@ func (o *evalOptions) checkFlags(method compare.Method) error {
 	if o.SaveLogits != "" && o.KLDBase != "" {
 		return errors.New("eval: --save-logits (base run) and --kld-base (quantized run) exclude each other")
 	}
+	if o.SaveLogits != "" && o.LogitsFormat != "llamacpp" {
+		if _, err := compare.ParseEncoding(o.LogitsFormat); err != nil {
+			return err
+		}
+	}
 	if o.KLDMode != "" && o.KLDMode != string(compare.KLScored) && o.KLDMode != string(compare.KLCompareQ) {
 		return fmt.Errorf("eval: unknown --kld-mode %q (want scored or compare_q)", o.KLDMode)
 	}
@@ -533,28 +554,24 @@ func (o *evalOptions) klMode() compare.KLMode {
 
 // createStore opens the --save-logits store, keyed by the data spec and
 // the model files; it returns the model files' hash.
-func (o *evalOptions) createStore(dir string, mode compare.KLMode, data *eval.Data, vocab int, stderr io.Writer) (*compare.StoreWriter, string, error) {
+func (o *evalOptions) createStore(modelHash string, mode compare.KLMode, data *eval.Data, vocab int, stderr io.Writer) (*compare.StoreWriter, error) {
 	if mode == compare.KLCompareQ && (o.LogitsFormat == "" || o.LogitsFormat == string(compare.EncodingU16)) {
 		fmt.Fprintf(stderr, "qppl: warning: --logits-format u16 drops base log-probs below -16 nats from the KL (llama.cpp's scheme); compare_q's KL is full-vocabulary: use --logits-format f32 to match it\n")
 	}
-	bs := eval.BaseStore{Path: o.SaveLogits, Encoding: compare.Encoding(o.LogitsFormat), KLMode: mode, KLRows: o.KLDRows, Vocab: vocab}
+	bs := eval.BaseStore{Path: o.SaveLogits, Encoding: compare.Encoding(o.LogitsFormat), KLMode: mode, KLRows: o.KLDRows, Vocab: vocab, ModelHash: modelHash}
 	if o.LogitsFormat == "llamacpp" {
 		bs.Container, bs.Encoding = compare.ContainerLlamaCpp, compare.EncodingU16
 	} else if _, err := compare.ParseEncoding(o.LogitsFormat); err != nil {
-		return nil, "", usageErr(err)
+		return nil, usageErr(err)
 	}
 	if mode == compare.KLCompareQ && bs.KLRows == 0 {
 		bs.KLRows = min(compare.DefaultKLRows, len(data.Windows))
 	}
-	var err error
-	if bs.ModelHash, err = compare.ModelHash(dir); err != nil {
-		return nil, "", err
-	}
 	s, err := eval.CreateBaseStore(bs, data.Windows, data.Tokens, data.Spec, data.Hash)
 	if err != nil {
-		return nil, "", usageErr(err)
+		return nil, usageErr(err)
 	}
-	return s, bs.ModelHash, nil
+	return s, nil
 }
 
 // writeResultJSON writes one result as indented JSON, atomically.

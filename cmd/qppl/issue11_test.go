@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +103,123 @@ func TestUnwritableOutputFirst(t *testing.T) {
 		if strings.Contains(stderr, "data:") || strings.Contains(stderr, "evaluating") {
 			t.Errorf("%s: work was done before the output check: %s", args[0], stderr)
 		}
+	}
+}
+
+// Issue 11 item 8: a run is identified by hashes, not paths. The same model
+// and data under other paths resume a run directory and merge with its
+// shards; post-processing settings and a larger --rows do not block a
+// resume; plain eval --json carries model_hash, so merged shards write
+// exactly what plain eval writes.
+func TestIdentityIsHashesNotPaths(t *testing.T) {
+	model, tokens := evalFixture(t, 7, 120)
+	dir := t.TempDir()
+	model2 := copyModel(t, model, filepath.Join(dir, "elsewhere", "model"))
+	tokens2 := filepath.Join(dir, "elsewhere", "tokens.i32")
+	b, err := os.ReadFile(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokens2, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := func(model, tokens string, extra ...string) []string {
+		return append([]string{"eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--stride", "8"}, extra...)
+	}
+	plain := filepath.Join(dir, "plain.json")
+	mustRun(t, args(model2, tokens2, "--rows", "6", "--json", plain)...)
+	if r, _ := readResult(t, plain); r.ModelHash == "" {
+		t.Errorf("plain eval --json has no model_hash")
+	}
+
+	// Resume under other paths, with another bootstrap and more rows.
+	rd := filepath.Join(dir, "run")
+	mustRun(t, args(model, tokens, "--rows", "3", "--run-dir", rd, "--bootstrap", "200")...)
+	resumed := filepath.Join(dir, "resumed.json")
+	code, _, stderr := runQPPL(t, args(model2, tokens2, "--rows", "6", "--run-dir", rd, "--json", resumed)...)
+	if code != 0 || !strings.Contains(stderr, "3 of 6 windows already done") {
+		t.Fatalf("resume under other paths with more rows: exit %d: %s", code, stderr)
+	}
+	if got, want := resultNoTiming(t, resumed), resultNoTiming(t, plain); !bytes.Equal(got, want) {
+		t.Errorf("resumed run differs from a plain run:\n%s\n%s", got, want)
+	}
+	// What decides the numbers still blocks a resume.
+	code, _, stderr = runQPPL(t, args(model2, tokens2, "--rows", "6", "--run-dir", rd, "--top-k", "3")...)
+	if code != exitUsage || !strings.Contains(stderr, "top_k: 5 in the journal, 3 now") {
+		t.Errorf("another --top-k: exit %d: %s", code, stderr)
+	}
+
+	// Shards under two paths merge into what plain eval writes.
+	s0, s1 := filepath.Join(dir, "s0"), filepath.Join(dir, "s1")
+	mustRun(t, args(model, tokens, "--rows", "6", "--shard", "0/2", "--run-dir", s0)...)
+	mustRun(t, args(model2, tokens2, "--rows", "6", "--shard", "1/2", "--run-dir", s1)...)
+	merged := filepath.Join(dir, "merged.json")
+	mustRun(t, "merge", s0, s1, "--json", merged)
+	m, p := readJSONObject(t, merged), readJSONObject(t, plain)
+	delete(p, "timing")
+	for _, obj := range []map[string]any{m, p} { // the first shard's paths describe the merged run
+		delete(obj, "model")
+		delete(obj["data"].(map[string]any), "source")
+	}
+	if got, want := mustJSON(t, m), mustJSON(t, p); !bytes.Equal(got, want) {
+		t.Errorf("merged shards differ from plain eval:\n%s\n%s", got, want)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Issue 11 item 8: --shard auto takes the shard from a Slurm job array or
+// a Kubernetes Indexed Job.
+func TestShardAuto(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	cases := []struct {
+		shard  string
+		shards int
+		getenv func(string) string
+		want   string // "I/N" or an error substring
+	}{
+		{"auto", 0, env("SLURM_ARRAY_TASK_ID", "2", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_COUNT", "4"), "2/4"},
+		{"auto", 0, env("SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_MIN", "4", "SLURM_ARRAY_TASK_MAX", "7"), "1/4"},
+		{"auto", 3, env("JOB_COMPLETION_INDEX", "2"), "2/3"},
+		{"auto", 0, env("JOB_COMPLETION_INDEX", "2"), "needs --shards N"},
+		{"auto", 2, env("JOB_COMPLETION_INDEX", "2"), "is not below --shards 2"},
+		{"auto", 0, env(), "neither a Slurm job array"},
+		{"auto", 5, env("SLURM_ARRAY_TASK_ID", "1", "SLURM_ARRAY_TASK_COUNT", "4"), "but the Slurm array has 4 tasks"},
+		{"1/2", 0, env("SLURM_ARRAY_TASK_ID", "3"), "1/2"},
+		{"1/2", 2, env(), "--shards N goes with --shard auto"},
+	}
+	for _, c := range cases {
+		got, err := resolveShard(c.shard, c.shards, c.getenv)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("--shard %s --shards %d: %q, want %q", c.shard, c.shards, got, c.want)
+		}
+	}
+	// End to end: a Slurm array task evaluates its shard.
+	model, tokens := evalFixture(t, 8, 80)
+	t.Setenv("SLURM_ARRAY_TASK_ID", "1")
+	t.Setenv("SLURM_ARRAY_TASK_MIN", "0")
+	t.Setenv("SLURM_ARRAY_TASK_COUNT", "2")
+	code, stdout, stderr := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--stride", "16", "--shard", "auto", "--run-dir", filepath.Join(t.TempDir(), "s"))
+	if code != 0 || !strings.Contains(stdout, "shard 1/2:") {
+		t.Errorf("--shard auto in a Slurm array: exit %d: %s%s", code, stdout, stderr)
 	}
 }

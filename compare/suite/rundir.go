@@ -128,16 +128,30 @@ func OpenRunDir(dir string, id *Identity, models []ModelSpec, hashes []string, l
 		id.Models[s] = ModelIdentity{Label: m.Label, Model: m.ModelDir, ModelHash: hashes[i], Base: m.Base}
 		subs[subKey(m)] = s
 	}
-	raw, err := json.Marshal(id)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := eval.CanonicalJSON(raw)
+	cur, err := id.canonical()
 	if err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, eval.CompareJournalName)
-	j, _, err := journal.Open(path, cur)
+	// Continue the comparison that started the directory when the keys
+	// agree (model and data paths are information only).
+	header := cur
+	if c, rerr := journal.Read(path); rerr == nil {
+		var old Identity
+		if json.Unmarshal(c.Identity, &old) == nil {
+			oldKey, err1 := old.key()
+			curKey, err2 := id.key()
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, err
+			}
+			if string(oldKey) != string(curKey) { // every field that differs, the deciding ones among them
+				msg := fmt.Sprintf("--run-dir %s holds a different compare run (%s)", dir, strings.Join(eval.IdentityDiff(c.Identity, cur, "in the run directory", "now"), "; "))
+				return nil, eval.Input(fmt.Errorf("%s: resume it with its original options, or use a new --run-dir", msg))
+			}
+			header = c.Identity
+		}
+	}
+	j, _, err := journal.Open(path, header)
 	if errors.Is(err, journal.ErrIdentity) {
 		msg := fmt.Sprintf("--run-dir %s holds a different compare run", dir)
 		if c, rerr := journal.Read(path); rerr == nil {
@@ -149,6 +163,31 @@ func OpenRunDir(dir string, id *Identity, models []ModelSpec, hashes []string, l
 		return nil, eval.Input(fmt.Errorf("--run-dir %s: %w", dir, err))
 	}
 	return &RunDir{Dir: dir, j: j, subs: subs, log: log}, nil
+}
+
+// canonical is the identity as canonical JSON.
+func (id *Identity) canonical() ([]byte, error) {
+	raw, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	return eval.CanonicalJSON(raw)
+}
+
+// key is the part of the identity that decides the results: as
+// eval.Identity.Key, paths are information only (the models' and the
+// data's hashes decide), and so is the number of windows (each model's
+// journal checks its windows).
+func (id *Identity) key() ([]byte, error) {
+	k := *id
+	k.Data.Source, k.Data.Tokenizer, k.Data.Join = "", "", ""
+	k.Data.Rows, k.Windows, k.DataSpecHash = 0, 0, ""
+	k.Models = make(map[string]ModelIdentity, len(id.Models))
+	for sub, m := range id.Models {
+		m.Model = ""
+		k.Models[sub] = m
+	}
+	return k.canonical()
 }
 
 // Close releases the run directory's lock.

@@ -34,7 +34,7 @@ func WriteSummary(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "bpw       %.3f decoder, %.3f head, %.3f GB VRAM, %s\n", r.BPWLayer, r.BPWHead, r.VRAMGB, r.Format)
 	}
 	if t := r.Timing; t != nil {
-		fmt.Fprintf(w, "speed     %.1f tokens/s (%.1f s)\n", t.TokensPerSec, t.Seconds)
+		fmt.Fprintf(w, "speed     %.1f tokens/s forwarded (every window position, scored or not; %.1f s)\n", t.TokensPerSec, t.Seconds)
 	}
 	if r.KLD != nil {
 		return WriteKLDTable(w, r.KLD)

@@ -50,3 +50,11 @@ func (e *Interrupted) Error() string {
 }
 
 func (e *Interrupted) Unwrap() error { return e.Err }
+
+// interruptedBy is the user-facing form of a run stopped by its context:
+// "interrupted (SIGINT)" style wording without Go's "context canceled";
+// errors.Is still finds the cause.
+type interruptedBy struct{ cause error }
+
+func (e interruptedBy) Error() string { return "interrupted" }
+func (e interruptedBy) Unwrap() error { return e.cause }

@@ -84,7 +84,7 @@ func Evaluate(ctx context.Context, be backends.Backend, o Options) (*Outcome, er
 	fresh, err := runner.Run(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			in := &Interrupted{Err: err, Done: len(done) + len(fresh), Total: total}
+			in := &Interrupted{Err: interruptedBy{err}, Done: len(done) + len(fresh), Total: total}
 			if o.RunDir != nil {
 				in.RunDir = o.RunDir.Dir
 			}

@@ -22,8 +22,10 @@ import (
 // Source is where a token stream comes from: exactly one of Text, Tokens,
 // Dataset or DataFile.
 type Source struct {
-	// Text is a UTF-8 text file, tokenized as is (qppl eval --text).
-	Text string
+	// Text is a UTF-8 text file, tokenized as is (qppl eval --text); with
+	// TextReader set, the text is read from it and Text only names it.
+	Text       string
+	TextReader io.Reader
 	// Tokens is an int32 little-endian token file, used as is.
 	Tokens string
 	// Dataset names a dataset ("wikitext2"); its files come from
@@ -162,7 +164,12 @@ func load(ctx context.Context, o PrepareOptions) (*Data, error) {
 		}
 		d.Tokens, d.Spec.Source = ids, s.Tokens
 	case s.Text != "":
-		b, err := os.ReadFile(s.Text)
+		var b []byte
+		if s.TextReader != nil {
+			b, err = io.ReadAll(s.TextReader)
+		} else {
+			b, err = os.ReadFile(s.Text)
+		}
 		if err != nil {
 			return nil, dataErr(fmt.Errorf("--text: %w", err))
 		}

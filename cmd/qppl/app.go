@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/eval"
 )
 
@@ -68,7 +69,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 				Name:  "version",
 				Usage: "print the version",
 				Action: func(c *cli.Context) error {
-					fmt.Fprintf(c.App.Writer, "qppl %s\n", version)
+					fmt.Fprintf(c.App.Writer, "qppl version %s\n", version) // as qppl --version
 					return nil
 				},
 			},
@@ -117,7 +118,7 @@ func onUsageError(name string) cli.OnUsageErrorFunc {
 func checkOutputDirs(cmd string, outs map[string]string, runDir string) error {
 	for _, name := range slices.Sorted(maps.Keys(outs)) {
 		p := outs[name]
-		if p == "" {
+		if p == "" || p == stdoutPath {
 			continue
 		}
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
@@ -139,6 +140,27 @@ func checkOutputDirs(cmd string, outs map[string]string, runDir string) error {
 		}
 	}
 	return nil
+}
+
+// stdoutPath as an output file name (--json -) writes to stdout; the
+// human-readable summary then goes to stderr.
+const stdoutPath = "-"
+
+// writeOutput writes an output file atomically, or to stdout for "-".
+func writeOutput(path string, stdout io.Writer, fill func(io.Writer) error) error {
+	if path == stdoutPath {
+		return fill(stdout)
+	}
+	return compare.WriteFileAtomic(path, fill)
+}
+
+// summaryWriter is where a command prints its summary: stdout, unless an
+// output file goes there (--json -).
+func summaryWriter(stdout, stderr io.Writer, outs ...string) io.Writer {
+	if slices.Contains(outs, stdoutPath) {
+		return stderr
+	}
+	return stdout
 }
 
 // probeWritable creates and removes a file in dir: a directory the run
@@ -200,6 +222,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}()
 	ctx, in := watchInterrupts(context.Background(), stderr)
 	defer in.close()
+	in.mu.Lock()
+	in.journaled = slices.ContainsFunc(args, func(a string) bool { return a == "--run-dir" || strings.HasPrefix(a, "--run-dir=") })
+	in.mu.Unlock()
 	err := newApp(stdin, stdout, stderr).RunContext(ctx, args)
 	if err == nil {
 		return exitOK

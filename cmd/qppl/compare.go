@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -312,8 +313,19 @@ func (o *compareOptions) openRunDir(ctx context.Context, data *suite.Data, ev *s
 // report prints the table, writes the JSON and the plot, and gates the
 // result set against --baseline.
 func (o *compareOptions) report(rs *suite.ResultSet, baseline *suite.ResultSet, stdout, stderr io.Writer) error {
-	writeResultTable(stdout, rs)
-	if o.JSON != "" {
+	summary := summaryWriter(stdout, stderr, o.JSON)
+	writeResultTable(summary, rs)
+	switch o.JSON {
+	case "":
+	case stdoutPath:
+		b, err := json.MarshalIndent(rs, "", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := stdout.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	default:
 		if err := rs.Write(o.JSON); err != nil {
 			return err
 		}
@@ -333,8 +345,8 @@ func (o *compareOptions) report(rs *suite.ResultSet, baseline *suite.ResultSet, 
 	if err != nil {
 		return usageErr(fmt.Errorf("--baseline %s: %w", o.Baseline, err))
 	}
-	fmt.Fprintf(stdout, "\nregression gate against %s (PPL +%.4g%%, KLD +%.4g%% allowed)\n", o.Baseline, 100*th.MaxPPLIncrease, 100*th.MaxKLDIncrease)
-	rep.WriteTable(stdout)
+	fmt.Fprintf(summary, "\nregression gate against %s (PPL +%.4g%%, KLD +%.4g%% allowed)\n", o.Baseline, 100*th.MaxPPLIncrease, 100*th.MaxKLDIncrease)
+	rep.WriteTable(summary)
 	if rep.Failed {
 		return &codedError{exitRegressed, fmt.Errorf("compare: regression gate failed against %s: %s", o.Baseline, rep.Summary())}
 	}

@@ -27,11 +27,13 @@ type evalOptions struct {
 	Revision string
 	Label    string
 
-	Text    string // --text FILE
-	Tokens  string // --tokens FILE.i32
-	Dataset string // --dataset wikitext2
-	Data    string // --data FILE
-	Join    string // --join
+	Text      string    // --text FILE
+	Tokenizer string    // --tokenizer (default: the model directory's)
+	Stdin     io.Reader // read for --text -
+	Tokens    string    // --tokens FILE.i32
+	Dataset   string    // --dataset wikitext2
+	Data      string    // --data FILE
+	Join      string    // --join
 
 	Method string
 	Ctx    int
@@ -91,6 +93,7 @@ func evalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "revision", Usage: "hub revision of --model"},
 		&cli.StringFlag{Name: "label", Usage: "label of the model in results and plots"},
 		&cli.StringFlag{Name: "text", Usage: "UTF-8 text file, tokenized with the model's tokenizer.json"},
+		&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json or its directory (as compare's --tokenizer)", DefaultText: "the model's"},
 		&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file, used as is"},
 		&cli.StringFlag{Name: "dataset", Usage: "named dataset: wikitext2 (WikiText-2 raw v1 test)"},
 		&cli.StringFlag{Name: "data", Usage: "file for --dataset (rows JSONL, parquet, wiki.test.raw or text)"},
@@ -125,7 +128,7 @@ func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
 	}
 	o := evalOptions{
 		Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"),
-		Text: c.String("text"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
+		Text: c.String("text"), Tokenizer: c.String("tokenizer"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
 		Method: c.String("method"), Ctx: c.Int("ctx"), Stride: c.Int("stride"), Rows: c.Int("rows"),
 		Backend: backendFromFlags(c, c.Int("ctx")),
 		JSON:    c.String("json"), NLLOut: c.String("nll-out"), TokensOut: c.String("tokens-out"),
@@ -138,6 +141,7 @@ func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
 		o.CtxFromModel = true
 	}
 	o.AllowGaps = c.Bool("allow-gaps")
+	o.Stdin = c.App.Reader
 	shard, err := resolveShard(o.Shard, c.Int("shards"), os.Getenv)
 	if err != nil {
 		return o, usageErr(fmt.Errorf("eval: %w", err))
@@ -229,6 +233,16 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	return o.report(out, data, klMode, m.Config.VocabSize, stdout, stderr)
 }
 
+// writeResultTo writes one result as indented JSON, atomically, or to
+// stdout for --json -.
+func writeResultTo(path string, stdout io.Writer, res *compare.Result) error {
+	return writeOutput(path, stdout, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	})
+}
+
 // progressHeader says what a long run is evaluating, before its first
 // progress line.
 func progressHeader(data *eval.Data, dir string, id *eval.Identity) string {
@@ -294,9 +308,13 @@ func prefixDataError(cmd string, err error) error {
 // prepareOptions maps the data flags onto eval.Prepare: --tokens as is;
 // --text and --dataset tokenized with the model's tokenizer.json.
 func (o *evalOptions) prepareOptions(method compare.Method, dir string, cfg *checkpoint.Config, stderr io.Writer) eval.PrepareOptions {
+	tok := o.Tokenizer
+	if tok == "" {
+		tok = dir
+	}
 	return eval.PrepareOptions{
-		Source:    eval.Source{Text: o.Text, Tokens: o.Tokens, Dataset: o.Dataset, Join: o.Join},
-		Tokenizer: dir,
+		Source:    eval.Source{Text: o.Text, TextReader: o.stdinFor(o.Text), Tokens: o.Tokens, Dataset: o.Dataset, Join: o.Join},
+		Tokenizer: tok,
 		Model:     modelVocabulary(cfg),
 		Method:    method, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows,
 		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
@@ -304,6 +322,14 @@ func (o *evalOptions) prepareOptions(method compare.Method, dir string, cfg *che
 			return r.Paths, err
 		},
 	}
+}
+
+// stdinFor returns the command's standard input for the file name "-".
+func (o *evalOptions) stdinFor(name string) io.Reader {
+	if name == stdoutPath {
+		return o.Stdin
+	}
+	return nil
 }
 
 // modelVocabulary is what eval.Prepare needs of config.json.
@@ -396,17 +422,18 @@ func openEvalRunDir(dir string, id *eval.Identity, ws []backends.Window, stderr 
 // summary is printed even when a file cannot be written, so the result of
 // the run is never lost.
 func (o *evalOptions) report(out *eval.Outcome, data *eval.Data, klMode compare.KLMode, vocab int, stdout, stderr io.Writer) error {
-	if err := o.writeFiles(out, data, klMode, vocab, stderr); err != nil {
-		if serr := compare.WriteSummary(stdout, &out.Result); serr != nil {
+	summary := summaryWriter(stdout, stderr, o.JSON)
+	if err := o.writeFiles(out, data, klMode, vocab, stdout, stderr); err != nil {
+		if serr := compare.WriteSummary(summary, &out.Result); serr != nil {
 			return errors.Join(err, serr)
 		}
 		return err
 	}
-	return compare.WriteSummary(stdout, &out.Result)
+	return compare.WriteSummary(summary, &out.Result)
 }
 
 // writeFiles writes --json, --nll-out and --tokens-out.
-func (o *evalOptions) writeFiles(out *eval.Outcome, data *eval.Data, klMode compare.KLMode, vocab int, stderr io.Writer) error {
+func (o *evalOptions) writeFiles(out *eval.Outcome, data *eval.Data, klMode compare.KLMode, vocab int, stdout, stderr io.Writer) error {
 	if o.SaveLogits != "" {
 		if fi, err := os.Stat(o.SaveLogits); err == nil {
 			fmt.Fprintf(stderr, "qppl: wrote base log-probs %s (%s, %s mode, vocab %d): %d bytes (%.1f MB)\n",
@@ -414,7 +441,7 @@ func (o *evalOptions) writeFiles(out *eval.Outcome, data *eval.Data, klMode comp
 		}
 	}
 	if o.JSON != "" {
-		if err := writeResultJSON(o.JSON, &out.Result); err != nil {
+		if err := writeResultTo(o.JSON, stdout, &out.Result); err != nil {
 			return err
 		}
 	}
@@ -572,13 +599,4 @@ func (o *evalOptions) createStore(modelHash string, mode compare.KLMode, data *e
 		return nil, usageErr(err)
 	}
 	return s, nil
-}
-
-// writeResultJSON writes one result as indented JSON, atomically.
-func writeResultJSON(path string, res *compare.Result) error {
-	return compare.WriteFileAtomic(path, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	})
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/backends/cuda/emu"
 	"github.com/qppl/qppl/fixtures"
 )
 
@@ -221,5 +223,115 @@ func TestShardAuto(t *testing.T) {
 	code, stdout, stderr := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--stride", "16", "--shard", "auto", "--run-dir", filepath.Join(t.TempDir(), "s"))
 	if code != 0 || !strings.Contains(stdout, "shard 1/2:") {
 		t.Errorf("--shard auto in a Slurm array: exit %d: %s%s", code, stdout, stderr)
+	}
+}
+
+// Issue 11 item 11: one name and one wording per concept.
+func TestOneNamePerConcept(t *testing.T) {
+	_, v1, _ := runQPPL(t, "--version")
+	_, v2, _ := runQPPL(t, "version")
+	if v1 != v2 || v1 == "" {
+		t.Errorf("--version %q, version %q", v1, v2)
+	}
+	model, tokens := evalFixture(t, 9, 80)
+	// --tokenizer in eval as in compare; --rows in verify as in eval.
+	text := filepath.Join(t.TempDir(), "t.txt")
+	os.WriteFile(text, []byte("the cat sat on the mat and the dog ran off again"), 0o644)
+	code, stdout, stderr := runQPPL(t, "eval", "--model", copyModelNoTokenizer(t, model), "--tokenizer", model, "--text", text, "--ctx", "8", "--stride", "8")
+	if code != 0 {
+		t.Errorf("eval --tokenizer: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "tokens/s forwarded (every window position, scored or not") {
+		t.Errorf("the speed line does not say what it counts: %s", stdout)
+	}
+	if code, _, stderr := runQPPL(t, "verify", "--model", model, "--backends", "reference,reference", "--ctx", "8", "--rows", "1"); code != 0 {
+		t.Errorf("verify --rows: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runQPPL(t, "verify", "--model", model, "--backends", "reference,reference", "--ctx", "8", "--rows", "0"); code != exitUsage || !strings.Contains(stderr, "verify: --rows 0: need at least one window") {
+		t.Errorf("verify --rows 0: exit %d: %s", code, stderr)
+	}
+	_ = tokens
+}
+
+// copyModelNoTokenizer copies a model without its tokenizer.json.
+func copyModelNoTokenizer(t *testing.T, src string) string {
+	t.Helper()
+	dst := copyModel(t, src, filepath.Join(t.TempDir(), "notok"))
+	os.Remove(filepath.Join(dst, "tokenizer.json"))
+	return dst
+}
+
+// Issue 11 item 12: quantize and verify refuse what they would get wrong;
+// --json - writes to stdout and --text - reads stdin.
+func TestRoughEdges(t *testing.T) {
+	model, tokens := evalFixture(t, 10, 80)
+	dir := t.TempDir()
+	code, _, stderr := runQPPL(t, "quantize", "--model", model, "--scheme", "W4A16", "--group-size", "-8", "--out", filepath.Join(dir, "q"))
+	if code != exitUsage || !strings.Contains(stderr, "quantize: --group-size -8: must be a positive number") {
+		t.Errorf("--group-size -8: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "q")); err == nil {
+		t.Errorf("a refused quantize left its --out directory")
+	}
+	full := filepath.Join(dir, "full")
+	os.MkdirAll(full, 0o755)
+	os.WriteFile(filepath.Join(full, "model-00002-of-00002.safetensors"), []byte("stale"), 0o644)
+	code, _, stderr = runQPPL(t, "quantize", "--model", model, "--scheme", "W8A16", "--out", full)
+	if code != exitUsage || !strings.Contains(stderr, "is not empty") {
+		t.Errorf("non-empty --out: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr = runQPPL(t, "quantize", "--model", model, "--scheme", "W8A16", "--out", full, "--force"); code != 0 {
+		t.Errorf("--force: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(full, "model-00002-of-00002.safetensors")); err == nil {
+		t.Errorf("--force left a stale shard")
+	}
+	// A quantize that fails (unknown scheme) leaves no empty directory.
+	if code, _, _ := runQPPL(t, "quantize", "--model", model, "--scheme", "NOSUCH", "--out", filepath.Join(dir, "bad")); code != exitUsage {
+		t.Errorf("unknown scheme: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad")); err == nil {
+		t.Errorf("a failed quantize left an empty --out directory")
+	}
+
+	code, _, stderr = runQPPL(t, "verify", "--model", model, "--backends", "reference,reference", "--ctx", "8", "--max-nll", "-1")
+	if code != exitUsage || !strings.Contains(stderr, "verify: --max-nll -1: a tolerance is >= 0") {
+		t.Errorf("negative tolerance: exit %d: %s", code, stderr)
+	}
+
+	// --json - : the JSON on stdout, the summary on stderr.
+	code, stdout, stderr := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--stride", "16", "--json", "-")
+	var r map[string]any
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r["ppl"] == nil || !strings.Contains(stderr, "PPL") {
+		t.Errorf("--json -: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// --text - : the text from stdin.
+	var out, errb bytes.Buffer
+	text := "the cat sat on the mat and the dog ran off again and again"
+	file := filepath.Join(dir, "t.txt")
+	os.WriteFile(file, []byte(text), 0o644)
+	code = run([]string{"qppl", "eval", "--model", model, "--text", "-", "--ctx", "8", "--stride", "8", "--json", "-"}, strings.NewReader(text), &out, &errb)
+	_, fromFile, _ := runQPPL(t, "eval", "--model", model, "--text", file, "--ctx", "8", "--stride", "8", "--json", "-")
+	var a, b map[string]any
+	if code != 0 || json.Unmarshal(out.Bytes(), &a) != nil || json.Unmarshal([]byte(fromFile), &b) != nil || a["tokens_hash"] != b["tokens_hash"] || a["ppl"] != b["ppl"] {
+		t.Errorf("--text -: exit %d, %v vs %v: %s", code, a["tokens_hash"], b["tokens_hash"], errb.String())
+	}
+}
+
+// Issue 11 item 12: with the reference second, the tolerances still follow
+// the less precise backend (emu bf16), not fp64's.
+func TestVerifyTolerancesFollowTheLessPreciseBackend(t *testing.T) {
+	if _, err := emu.New(emu.Options{}); errors.Is(err, emu.ErrNoCgo) {
+		t.Skip(err)
+	}
+	model, _ := evalFixture(t, 11, 10)
+	code, stdout, stderr := runQPPL(t, "verify", "--model", model, "--backends", "emu,reference", "--ctx", "16", "--rows", "1", "--json", "-")
+	var rep struct {
+		Tolerances struct {
+			MaxNLL float64 `json:"max_nll"`
+		} `json:"tolerances"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Tolerances.MaxNLL < 1e-3 {
+		t.Errorf("verify emu,reference: exit %d, max_nll tolerance %g (fp64's would be 1e-9): %s", code, rep.Tolerances.MaxNLL, stderr)
 	}
 }

@@ -28,7 +28,7 @@ func newMergeCmd() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			o := mergeOptions{Dirs: c.Args().Slice(), JSON: c.String("json"), NLLOut: c.String("nll-out")}
-			return runMerge(o, c.App.Writer)
+			return runMerge(o, c.App.Writer, c.App.ErrWriter)
 		},
 	})
 }
@@ -36,7 +36,7 @@ func newMergeCmd() *cli.Command {
 // runMerge reads every shard journal, checks that they belong to one run
 // and hold every window exactly once (eval.Merge), and reduces them as
 // eval does.
-func runMerge(o mergeOptions, stdout io.Writer) error {
+func runMerge(o mergeOptions, stdout, stderr io.Writer) error {
 	if len(o.Dirs) == 0 {
 		return usageErr(errors.New("merge: give the run directories of the shards (qppl merge DIR... [--json OUT])"))
 	}
@@ -53,10 +53,10 @@ func runMerge(o mergeOptions, stdout io.Writer) error {
 	}
 	var werr error // the summary is printed even when a file cannot be written
 	if o.JSON != "" {
-		werr = writeResultJSON(o.JSON, &res)
+		werr = writeResultTo(o.JSON, stdout, &res)
 	}
 	if o.NLLOut != "" && werr == nil {
 		werr = compare.WriteNLL(o.NLLOut, ws)
 	}
-	return errors.Join(werr, compare.WriteSummary(stdout, &res))
+	return errors.Join(werr, compare.WriteSummary(summaryWriter(stdout, stderr, o.JSON), &res))
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,6 +18,8 @@ import (
 type quantizeOptions struct {
 	Model, Out, Scheme string
 	Opt                quantizer.Options
+	GroupSizeSet       bool
+	Force              bool // --force: replace the files of a non-empty --out
 }
 
 func newQuantizeCmd() *cli.Command {
@@ -36,17 +41,29 @@ func newQuantizeCmd() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random calibration activations and actorder importances"},
 			&cli.BoolFlag{Name: "quantize-head", Usage: "quantize lm_head too (not with tied embeddings)"},
 			&cli.IntFlag{Name: "group-size", Usage: "override the scheme's group size (group schemes only)", DefaultText: "the scheme's"},
+			&cli.BoolFlag{Name: "force", Usage: "replace the files of a non-empty --out (stale shards and indexes would otherwise mix with the new model)"},
 		},
 		Action: func(c *cli.Context) error {
 			o := quantizeOptions{Model: c.String("model"), Out: c.String("out"), Scheme: c.String("scheme"),
-				Opt: quantizer.Options{Seed: c.Uint64("seed"), QuantizeHead: c.Bool("quantize-head"), GroupSize: c.Int("group-size")}}
+				Opt:          quantizer.Options{Seed: c.Uint64("seed"), QuantizeHead: c.Bool("quantize-head"), GroupSize: c.Int("group-size")},
+				GroupSizeSet: c.IsSet("group-size"), Force: c.Bool("force")}
 			return quantizeRun(c, o)
 		},
 	}
 }
 
 func quantizeRun(c *cli.Context, o quantizeOptions) error {
+	if o.GroupSizeSet && o.Opt.GroupSize < 1 {
+		return usageErr(fmt.Errorf("quantize: --group-size %d: must be a positive number of input columns", o.Opt.GroupSize))
+	}
+	created, err := prepareOutDir(o.Out, o.Force)
+	if err != nil {
+		return usageErr(err)
+	}
 	if err := quantizer.Quantize(o.Model, o.Out, o.Scheme, o.Opt); err != nil {
+		if created { // a failed run leaves no empty or partial directory behind
+			os.RemoveAll(o.Out)
+		}
 		return usageErr(err)
 	}
 	m, err := arch.OpenDir(o.Out)
@@ -61,4 +78,40 @@ func quantizeRun(c *cli.Context, o quantizeOptions) error {
 	fmt.Fprintf(c.App.Writer, "wrote %s (%s) to %s: %s, %.4f bpw (decoder layers), head %.2f bpw, %d bytes on disk\n",
 		o.Scheme, quantizer.Describe(o.Scheme), o.Out, r.Format, r.BPWLayer, r.BPWHead, r.FileBytes)
 	return nil
+}
+
+// prepareOutDir makes --out ready for a new model: a directory that does
+// not exist yet is created (created = true, removed again if the run
+// fails); an existing one must be empty, or --force removes its files (a
+// directory holding subdirectories is never cleared); its parent must be
+// writable.
+func prepareOutDir(out string, force bool) (created bool, err error) {
+	ents, err := os.ReadDir(out)
+	switch {
+	case os.IsNotExist(err):
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return false, fmt.Errorf("quantize: --out %s: cannot create it: %v", out, errors.Unwrap(err))
+		}
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("quantize: --out %s: %w", out, err)
+	case len(ents) == 0:
+		if err := probeWritable(out); err != nil {
+			return false, fmt.Errorf("quantize: --out %s: cannot write in it: %v", out, err)
+		}
+		return false, nil
+	case !force:
+		return false, fmt.Errorf("quantize: --out %s is not empty (%d entries): stale shards or indexes would mix with the new model; use an empty directory, or --force to replace its files", out, len(ents))
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			return false, fmt.Errorf("quantize: --out %s holds the directory %s: --force replaces model files only; use an empty directory", out, e.Name())
+		}
+	}
+	for _, e := range ents {
+		if err := os.Remove(filepath.Join(out, e.Name())); err != nil {
+			return false, fmt.Errorf("quantize: --force: %w", err)
+		}
+	}
+	return false, nil
 }

@@ -22,6 +22,8 @@ type interrupts struct {
 	cancel context.CancelFunc
 	stderr io.Writer
 	exit   func(int)
+	// journaled: the command has a --run-dir, so finished windows are kept.
+	journaled bool
 
 	mu   sync.Mutex
 	sig  os.Signal
@@ -51,9 +53,14 @@ func (in *interrupts) loop() {
 			if first {
 				in.sig = s
 			}
+			journaled := in.journaled
 			in.mu.Unlock()
 			if first {
-				fmt.Fprintf(in.stderr, "\nqppl: %s: stopping: the window in flight is abandoned, finished ones are kept (send it again to exit at once)\n", signalName(s))
+				kept := "finished ones are kept"
+				if !journaled {
+					kept = "nothing is saved without --run-dir"
+				}
+				fmt.Fprintf(in.stderr, "\nqppl: %s: stopping: the window in flight is abandoned, %s (send it again to exit at once)\n", signalName(s), kept)
 				in.cancel()
 				continue
 			}

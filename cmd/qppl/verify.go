@@ -48,7 +48,7 @@ func newVerifyCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "compare two backends' numerics (NLL, KL, top-1, PPL, per-layer hidden states) on identical windows",
-		UsageText: "qppl verify --model DIR [--backends reference,emu|cuda] [--windows N] [--ctx N] [--precision bf16|fp16|fp32] [--tokens FILE | --text FILE | --dataset wikitext2] [tolerances]",
+		UsageText: "qppl verify --model DIR [--backends reference,emu|cuda] [--rows N] [--ctx N] [--precision bf16|fp16|fp32] [--tokens FILE | --text FILE | --dataset wikitext2] [tolerances]",
 		Before:    requireFlags("model"),
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "model", Usage: "model directory"},
@@ -59,7 +59,7 @@ func newVerifyCmd() *cli.Command {
 			&cli.StringFlag{Name: "data", Usage: "file for --dataset"},
 			&cli.IntFlag{Name: "ctx", Value: 256, Usage: "window length"},
 			&cli.IntFlag{Name: "stride", Usage: "window stride", DefaultText: "ctx"},
-			&cli.IntFlag{Name: "windows", Value: 2, Usage: "number of windows"},
+			&cli.IntFlag{Name: "rows", Aliases: []string{"windows"}, Value: 2, Usage: "number of windows (--rows, as in eval and compare)"},
 			&cli.IntFlag{Name: "probe-windows", Value: 1, Usage: "windows whose hidden states are compared (0: none)"},
 			&cli.StringFlag{Name: "json", Usage: "write the report as JSON to this file"},
 			fl("max-nll", "max |ΔNLL| per token"),
@@ -78,13 +78,15 @@ func newVerifyCmd() *cli.Command {
 				Model: c.String("model"), Backends: [2]string{strings.TrimSpace(bs[0]), strings.TrimSpace(bs[1])},
 				Backend: backendFromFlags(c, c.Int("ctx")),
 				Tokens:  c.String("tokens"), Text: c.String("text"), Dataset: c.String("dataset"), Data: c.String("data"),
-				Ctx: c.Int("ctx"), Stride: c.Int("stride"), Windows: c.Int("windows"), Probe: c.Int("probe-windows"), JSON: c.String("json"),
+				Ctx: c.Int("ctx"), Stride: c.Int("stride"), Windows: c.Int("rows"), Probe: c.Int("probe-windows"), JSON: c.String("json"),
 			}
+			// The tolerances follow the less precise backend: fp64 only
+			// when both are the reference.
 			prec := o.Backend.Precision
 			if prec == "" {
 				prec = "bf16"
 			}
-			if o.Backends[1] == "reference" {
+			if o.Backends[0] == "reference" && o.Backends[1] == "reference" {
 				prec = "fp64"
 			}
 			o.TolerancePrecision = prec
@@ -93,7 +95,11 @@ func newVerifyCmd() *cli.Command {
 					if o.TolerancesGiven == nil {
 						o.TolerancesGiven = map[string]float64{}
 					}
-					o.TolerancesGiven[name] = c.Float64(name)
+					v := c.Float64(name)
+					if !(v >= 0) || name == "min-top1" && v > 1 {
+						return usageErr(fmt.Errorf("verify: --%s %v: a tolerance is >= 0 (--min-top1: a fraction in [0, 1])", name, v))
+					}
+					o.TolerancesGiven[name] = v
 				}
 			}
 			return runVerify(c.Context, o, c.App.Writer, c.App.ErrWriter)
@@ -103,8 +109,11 @@ func newVerifyCmd() *cli.Command {
 
 // runVerify: model → tokens → windows → both backends → report → exit code.
 func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) error {
-	if o.Ctx < 2 || o.Windows < 1 {
-		return usageErr(fmt.Errorf("verify: --ctx %d and --windows %d must be at least 2 and 1", o.Ctx, o.Windows))
+	if o.Ctx < 2 {
+		return usageErr(fmt.Errorf("verify: --ctx %d: need at least 2", o.Ctx))
+	}
+	if o.Windows < 1 {
+		return usageErr(fmt.Errorf("verify: --rows %d: need at least one window", o.Windows))
 	}
 	if o.Stride == 0 {
 		o.Stride = o.Ctx
@@ -162,13 +171,13 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	rep.Write(stdout)
+	rep.Write(summaryWriter(stdout, stderr, o.JSON))
 	if o.JSON != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
 			return err
 		}
-		if err := compare.WriteFileAtomic(o.JSON, func(w io.Writer) error {
+		if err := writeOutput(o.JSON, stdout, func(w io.Writer) error {
 			_, err := w.Write(append(b, '\n'))
 			return err
 		}); err != nil {

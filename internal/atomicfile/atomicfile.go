@@ -7,6 +7,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +18,7 @@ import (
 func Write(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, noTempName(err))
 	}
 	defer func() {
 		if err != nil {
@@ -27,22 +28,22 @@ func Write(path string, perm os.FileMode, fill func(io.Writer) error) (err error
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
 	if err = fill(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, noTempName(err))
 	}
 	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, noTempName(err))
 	}
 	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, noTempName(err))
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, noTempName(err))
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, noTempName(err))
 	}
 	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, noTempName(err))
 	}
 	// Make the rename itself durable; a directory that cannot be synced
 	// (some file systems) does not make the write fail.
@@ -51,6 +52,20 @@ func Write(path string, perm os.FileMode, fill func(io.Writer) error) (err error
 		d.Close()
 	}
 	return nil
+}
+
+// noTempName drops the temporary file's name from a file system error: the
+// message names the destination only (the temporary file is gone).
+func noTempName(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", le.Op, le.Err)
+	}
+	return err
 }
 
 // WriteBytes creates or replaces path with data, with mode perm.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -69,5 +70,26 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 			got = append(got, e.Name())
 		}
 		t.Fatalf("directory holds %q, want %q", got, names)
+	}
+}
+
+// Issue 11 item 12: a failed write names the destination, never the
+// temporary file.
+func TestErrorsNameTheDestination(t *testing.T) {
+	dir := t.TempDir()
+	// Renaming over a non-empty directory fails after the temporary file
+	// was written.
+	dst := filepath.Join(dir, "out.json")
+	if err := os.MkdirAll(filepath.Join(dst, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteBytes(dst, []byte("x"), 0o644)
+	if err == nil || strings.Contains(err.Error(), ".tmp") || !strings.HasPrefix(err.Error(), "writing "+dst+": ") {
+		t.Errorf("rename over a directory: %v", err)
+	}
+	assertOnly(t, dir, "out.json")
+	// A directory nobody can create files in (root included).
+	if err := WriteBytes("/proc/self/qppl-out.json", []byte("x"), 0o644); err != nil && strings.Contains(err.Error(), ".tmp") {
+		t.Errorf("create in /proc/self: %v", err)
 	}
 }

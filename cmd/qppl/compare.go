@@ -378,22 +378,45 @@ func checkCompareWindowFlags(c *cli.Context, spec *suite.DataSpec) error {
 // compareInputs builds the data spec and model list from compare_q spec
 // files or from qppl's flags (not both).
 func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.ModelSpec, error) {
-	var models []suite.ModelSpec
+	spec, err := compareDataSpec(c, warn)
+	if err != nil {
+		return nil, nil, err
+	}
+	models, err := compareModels(c, warn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if spec.TokensFile == "" && spec.TokenizerDir == "" {
+		spec.TokenizerDir = c.String("tokenizer")
+		if spec.TokenizerDir == "" {
+			spec.TokenizerDir = models[0].ModelDir
+			for _, m := range models {
+				if m.Base {
+					spec.TokenizerDir = m.ModelDir
+				}
+			}
+		}
+	}
+	return spec, models, nil
+}
+
+// compareDataSpec reads --data-spec (compare_q's file) or the data flags.
+func compareDataSpec(c *cli.Context, warn func(string)) (*suite.DataSpec, error) {
 	var spec *suite.DataSpec
 	if p := c.String("data-spec"); p != "" {
 		for _, f := range []string{"text", "tokens", "dataset", "join", "tokenizer", "ctx", "stride", "rows", "method", "allow-gaps"} {
 			if c.IsSet(f) {
-				return nil, nil, fmt.Errorf("--%s cannot be combined with --data-spec (edit the spec; only --data and --kl-mode apply to it)", f)
+				return nil, fmt.Errorf("--%s cannot be combined with --data-spec (edit the spec; only --data and --kl-mode apply to it)", f)
 			}
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--data-spec: %w", err)
+			return nil, fmt.Errorf("--data-spec: %w", err)
 		}
 		var ws []string
 		spec, ws, err = suite.ParseDataSpec(b, p)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, w := range ws {
 			warn(w)
@@ -415,7 +438,7 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 		}
 		if t := c.String("text"); t != "" {
 			if spec.DataFile != "" {
-				return nil, nil, errors.New("--text and --data both give the data: use one")
+				return nil, errors.New("--text and --data both give the data: use one")
 			}
 			spec.DataFile = t
 			spec.Dataset = ""
@@ -427,33 +450,40 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 			}
 		}
 		if spec.TokensFile != "" && n > 1 || n == 0 {
-			return nil, nil, errors.New("give the data with one of --text FILE, --tokens FILE, --dataset wikitext2 [--data FILE], or --data-spec FILE")
+			return nil, errors.New("give the data with one of --text FILE, --tokens FILE, --dataset wikitext2 [--data FILE], or --data-spec FILE")
 		}
 		if err := checkCompareWindowFlags(c, spec); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if k := c.String("kld-mode"); k != "" {
 		spec.KLMode = k
 	}
 
+	return spec, nil
+}
+
+// compareModels reads --model-spec files (compare_q's), --base and
+// --model/--label.
+func compareModels(c *cli.Context, warn func(string)) ([]suite.ModelSpec, error) {
+	var models []suite.ModelSpec
 	for _, pat := range c.StringSlice("model-spec") {
 		files := []string{pat}
 		if strings.ContainsAny(pat, "*?[") {
 			m, err := filepath.Glob(pat)
 			if err != nil || len(m) == 0 {
-				return nil, nil, fmt.Errorf("--model-spec %s: no file matches", pat)
+				return nil, fmt.Errorf("--model-spec %s: no file matches", pat)
 			}
 			files = m
 		}
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
-				return nil, nil, fmt.Errorf("--model-spec: %w", err)
+				return nil, fmt.Errorf("--model-spec: %w", err)
 			}
 			ms, ws, err := suite.ParseModelSpecs(b, f)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			for _, w := range ws {
 				warn(w)
@@ -468,14 +498,14 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 		}
 		for i := range models {
 			if models[i].Base {
-				return nil, nil, fmt.Errorf("--base %s and the out_logits model %q of %s: give one base", b, models[i].Label, models[i].Source)
+				return nil, fmt.Errorf("--base %s and the out_logits model %q of %s: give one base", b, models[i].Label, models[i].Source)
 			}
 		}
 		models = append(models, suite.ModelSpec{ModelDir: b, Label: label, Base: true, Source: "--base"})
 	}
 	dirs, labels := c.StringSlice("model"), c.StringSlice("label")
 	if len(labels) > len(dirs) {
-		return nil, nil, fmt.Errorf("%d --label values for %d --model values", len(labels), len(dirs))
+		return nil, fmt.Errorf("%d --label values for %d --model values", len(labels), len(dirs))
 	}
 	for i, d := range dirs {
 		l := filepath.Base(filepath.Clean(d))
@@ -485,20 +515,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 		models = append(models, suite.ModelSpec{ModelDir: d, Label: l, Source: fmt.Sprintf("--model %s", d)})
 	}
 	if len(models) == 0 {
-		return nil, nil, errors.New("no models: give --model DIR (repeatable), --base DIR or --model-spec FILE")
+		return nil, errors.New("no models: give --model DIR (repeatable), --base DIR or --model-spec FILE")
 	}
-	if spec.TokensFile == "" && spec.TokenizerDir == "" {
-		spec.TokenizerDir = c.String("tokenizer")
-		if spec.TokenizerDir == "" {
-			spec.TokenizerDir = models[0].ModelDir
-			for _, m := range models {
-				if m.Base {
-					spec.TokenizerDir = m.ModelDir
-				}
-			}
-		}
-	}
-	return spec, models, nil
+	return models, nil
 }
 
 // writeResultTable prints one line per model.

@@ -109,22 +109,8 @@ func newVerifyCmd() *cli.Command {
 
 // runVerify: model → tokens → windows → both backends → report → exit code.
 func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) error {
-	if o.Ctx < 2 {
-		return usageErr(fmt.Errorf("verify: --ctx %d: need at least 2", o.Ctx))
-	}
-	if o.Windows < 1 {
-		return usageErr(fmt.Errorf("verify: --rows %d: need at least one window", o.Windows))
-	}
-	if o.Stride == 0 {
-		o.Stride = o.Ctx
-	}
-	if err := checkOutputDirs("verify", map[string]string{"json": o.JSON}, ""); err != nil {
+	if err := o.check(); err != nil {
 		return usageErr(err)
-	}
-	if o.Backends[1] == "reference" {
-		if err := o.Backend.checkDevices(); err != nil {
-			return usageErr(fmt.Errorf("verify: %w", err))
-		}
 	}
 	m, err := checkpoint.OpenDir(o.Model)
 	if err != nil {
@@ -135,16 +121,8 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageErr(err)
 	}
-	act, err := hasActQuant(m, spec)
-	if err != nil {
+	if o.Tol, err = o.tolerances(m, spec); err != nil {
 		return usageErr(err)
-	}
-	o.Tol = verify.DefaultTolerances(o.TolerancePrecision, act)
-	for name, dst := range map[string]*float64{"max-nll": &o.Tol.MaxNLL, "mean-nll": &o.Tol.MeanNLL, "mean-kl": &o.Tol.MeanKL,
-		"min-top1": &o.Tol.MinTop1, "ppl-rel": &o.Tol.PPLRel, "hidden-rel": &o.Tol.HiddenRel} {
-		if v, ok := o.TolerancesGiven[name]; ok {
-			*dst = v
-		}
 	}
 	ws, err := verifyWindows(ctx, o, m.Config, stderr)
 	if err != nil {
@@ -224,6 +202,45 @@ func verifyWindows(ctx context.Context, o verifyOptions, cfg *checkpoint.Config,
 		return nil, usageErr(fmt.Errorf("verify: %w", err))
 	}
 	return d.Windows, nil
+}
+
+// check validates the flags before anything is read.
+func (o *verifyOptions) check() error {
+	if o.Ctx < 2 {
+		return fmt.Errorf("verify: --ctx %d: need at least 2", o.Ctx)
+	}
+	if o.Windows < 1 {
+		return fmt.Errorf("verify: --rows %d: need at least one window", o.Windows)
+	}
+	if o.Stride == 0 {
+		o.Stride = o.Ctx
+	}
+	if err := checkOutputDirs("verify", map[string]string{"json": o.JSON}, ""); err != nil {
+		return err
+	}
+	if o.Backends[1] == "reference" {
+		if err := o.Backend.checkDevices(); err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+	}
+	return nil
+}
+
+// tolerances are the defaults for the compared precision (and whether the
+// checkpoint quantizes activations), overridden by the tolerance flags.
+func (o *verifyOptions) tolerances(m *checkpoint.Model, spec *arch.Spec) (verify.Tolerances, error) {
+	act, err := hasActQuant(m, spec)
+	if err != nil {
+		return verify.Tolerances{}, err
+	}
+	tol := verify.DefaultTolerances(o.TolerancePrecision, act)
+	for name, dst := range map[string]*float64{"max-nll": &tol.MaxNLL, "mean-nll": &tol.MeanNLL, "mean-kl": &tol.MeanKL,
+		"min-top1": &tol.MinTop1, "ppl-rel": &tol.PPLRel, "hidden-rel": &tol.HiddenRel} {
+		if v, ok := o.TolerancesGiven[name]; ok {
+			*dst = v
+		}
+	}
+	return tol, nil
 }
 
 func probeWindows(n int) int {

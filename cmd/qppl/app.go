@@ -142,6 +142,23 @@ func checkOutputDirs(cmd string, outs map[string]string, runDir string) error {
 	return nil
 }
 
+// makeOutDir creates an output directory (and its parents) and checks
+// that it can be written in: a usage error (exit 2) naming the flag
+// otherwise, before any work.
+func makeOutDir(cmd, flag, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return usageErr(fmt.Errorf("%s: --%s %s: cannot create it: %v", cmd, flag, dir, err))
+	}
+	if err := probeWritable(dir); err != nil {
+		return usageErr(fmt.Errorf("%s: --%s %s: cannot write in it: %v", cmd, flag, dir, err))
+	}
+	return nil
+}
+
 // stdoutPath as an output file name (--json -) writes to stdout; the
 // human-readable summary then goes to stderr.
 const stdoutPath = "-"

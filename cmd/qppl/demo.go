@@ -63,8 +63,8 @@ func runDemo(c *cli.Context) error {
 			return fmt.Errorf("demo: %w", err)
 		}
 		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	} else if err := makeOutDir("demo", "out", dir); err != nil {
+		return err
 	}
 	fmt.Fprintf(stderr, "demo: writing models and results to %s\n", dir)
 

@@ -136,6 +136,9 @@ func fixtureOptionsFrom(c *cli.Context) (fixtureOptions, error) {
 }
 
 func fixtureRun(c *cli.Context, fo fixtureOptions) error {
+	if err := makeOutDir("fixture", "out", fo.Out); err != nil {
+		return err
+	}
 	if err := fixtures.Write(fo.Out, fo.Opts); err != nil {
 		return err
 	}

@@ -106,6 +106,20 @@ func TestUnwritableOutputFirst(t *testing.T) {
 			t.Errorf("%s: work was done before the output check: %s", args[0], stderr)
 		}
 	}
+	// Item 12: the commands that write a directory exit 2 too.
+	results := filepath.Join(t.TempDir(), "r.json")
+	mustRun(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "16", "--json", results)
+	for _, args := range [][]string{
+		{"fixture", "--out", filepath.Join(ro, "fx")},
+		{"demo", "--out", filepath.Join(ro, "demo")},
+		{"quantize", "--model", model, "--scheme", "W8A16", "--out", filepath.Join(ro, "q")},
+		{"plot", results, "--out", filepath.Join(ro, "x.png")},
+	} {
+		code, stdout, stderr := runQPPL(t, args...)
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, ro) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 naming %s", args[0], code, stderr, ro)
+		}
+	}
 }
 
 // Issue 11 item 8: a run is identified by hashes, not paths. The same model

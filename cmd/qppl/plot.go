@@ -185,6 +185,9 @@ func plotAction(c *cli.Context) error {
 	if _, err := plots.FormatOf(c.String("out")); err != nil {
 		return usageErr(err)
 	}
+	if err := checkOutputDirs("plot", map[string]string{"out": c.String("out")}, ""); err != nil {
+		return usageErr(err)
+	}
 	var sets []*suite.ResultSet
 	for _, p := range c.Args().Slice() {
 		rs, err := suite.LoadResults(p)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,6 +57,9 @@ func quantizeRun(c *cli.Context, o quantizeOptions) error {
 	}
 	created, err := prepareOutDir(o.Out, o.Force)
 	if err != nil {
+		if created {
+			os.RemoveAll(o.Out)
+		}
 		return usageErr(err)
 	}
 	if err := quantizer.Quantize(o.Model, o.Out, o.Scheme, o.Opt); err != nil {
@@ -89,10 +91,7 @@ func prepareOutDir(out string, force bool) (created bool, err error) {
 	ents, err := os.ReadDir(out)
 	switch {
 	case os.IsNotExist(err):
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return false, fmt.Errorf("quantize: --out %s: cannot create it: %v", out, errors.Unwrap(err))
-		}
-		return true, nil
+		return true, makeOutDir("quantize", "out", out)
 	case err != nil:
 		return false, fmt.Errorf("quantize: --out %s: %w", out, err)
 	case len(ents) == 0:

@@ -406,7 +406,7 @@ func compareDataSpec(c *cli.Context, warn func(string)) (*suite.DataSpec, error)
 	if p := c.String("data-spec"); p != "" {
 		for _, f := range []string{"text", "tokens", "dataset", "join", "tokenizer", "ctx", "stride", "rows", "method", "allow-gaps"} {
 			if c.IsSet(f) {
-				return nil, fmt.Errorf("--%s cannot be combined with --data-spec (edit the spec; only --data and --kl-mode apply to it)", f)
+				return nil, fmt.Errorf("--%s cannot be combined with --data-spec (edit the spec; only --data and --kld-mode apply to it)", f)
 			}
 		}
 		b, err := os.ReadFile(p)

@@ -111,7 +111,7 @@ func evalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "kld-base", Usage: "base log-probs (from --save-logits or llama-perplexity --kl-divergence-base): compute KL divergence and paired statistics"},
 		&cli.StringFlag{Name: "kld-mode", Usage: "KL coverage for --save-logits: scored (every scored token, llama.cpp) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode"},
-		&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q"},
+		&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q (kept for old scripts)", Hidden: true},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
 		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},

@@ -22,6 +22,8 @@
 // command maps to exit code 2; an evaluation stopped by its context is
 // reported with the windows it saved (*Interrupted).
 //
-// Import direction: eval → compare → backends; eval → dataset, dataset/hub,
-// tokenizer, journal. Package compare/suite (several models) builds on it.
+// Import direction: eval → compare → backends; eval → dataset, tokenizer,
+// journal (compare/deps_test.go holds it to that). It finds no files on the
+// network itself: the command passes a resolver (dataset/hub). Package
+// compare/suite (several models on the same tokens) builds on it.
 package eval

@@ -190,7 +190,7 @@ func load(ctx context.Context, o PrepareOptions) (*Data, error) {
 			if files, err = o.ResolveDataset(ctx, s.Dataset); err != nil {
 				return nil, err
 			}
-			d.Spec.Source = "wikitext2:" + strings.Join(files, ",")
+			d.Spec.Source = s.Dataset + ":" + strings.Join(files, ",")
 		} else {
 			d.Spec.Source = s.DataFile
 		}

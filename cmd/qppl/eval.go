@@ -557,6 +557,9 @@ func (o *evalOptions) checkIgnored(method compare.Method) error {
 	if o.given["join"] && o.Dataset == "" {
 		return errors.New("eval: --join joins the rows of --dataset; --text and --tokens are read as they are")
 	}
+	if o.given["join"] && method == compare.MethodLMEval {
+		return errors.New("eval: --join: method lm-eval scores whole articles, it joins no rows")
+	}
 	if o.given["logits-format"] && o.SaveLogits == "" {
 		return errors.New("eval: --logits-format is the encoding of --save-logits, which is not given")
 	}

@@ -49,6 +49,7 @@ func TestStrideDefaultsAndIgnoredFlags(t *testing.T) {
 		{append(base, "--kld-mode", "compare_q"), "eval: --kld-mode goes with --save-logits"},
 		{append(base, "--kld-rows", "3"), "eval: --kld-rows goes with --save-logits"},
 		{append(base, "--gpus", "0,1"), "the reference backend runs on the CPU"},
+		{[]string{"eval", "--model", model, "--dataset", "wikitext2", "--data", tokens, "--method", "lm-eval", "--join", "filtered"}, "eval: --join: method lm-eval scores whole articles"},
 		{[]string{"compare", "--model", model, "--tokens", tokens, "--ctx", "16", "--stride", "17"}, "compare: --stride 17 is larger than --ctx 16"},
 		{[]string{"compare", "--model", model, "--tokens", tokens, "--ctx", "16", "--method", "exl3-ppl", "--stride", "4"}, "compare: --stride: method exl3-ppl does not use a stride"},
 		{[]string{"compare", "--model", model, "--tokens", tokens, "--ctx", "16", "--join", "filtered"}, "compare: --join joins the rows of the data"},

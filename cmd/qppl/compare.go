@@ -223,7 +223,7 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 		}
 		return res.Paths[0], nil
 	}}
-	if cfg, err := checkpoint.LoadConfig(o.Tokenizer); err == nil {
+	if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
 		po.Model = modelVocabulary(cfg)
 	} else {
 		po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
@@ -542,7 +542,7 @@ func writeResultTable(w io.Writer, rs *suite.ResultSet) {
 // openForCompare opens a model and its backend for suite's evaluator.
 func openForCompare(bo backendOptions) func(dir string) (*suite.Opened, error) {
 	return func(dir string) (*suite.Opened, error) {
-		m, err := checkpoint.OpenDir(dir)
+		m, err := arch.OpenDir(dir)
 		if err != nil {
 			return nil, usageErr(err)
 		}

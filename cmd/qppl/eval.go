@@ -263,7 +263,7 @@ func openEvalModel(ctx context.Context, model, revision string, stderr io.Writer
 	if err != nil {
 		return nil, "", usageErr(err)
 	}
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		return nil, "", usageErr(err)
 	}

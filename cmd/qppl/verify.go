@@ -112,7 +112,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if err := o.check(); err != nil {
 		return usageErr(err)
 	}
-	m, err := checkpoint.OpenDir(o.Model)
+	m, err := arch.OpenDir(o.Model)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -22,6 +22,7 @@ type Options struct {
 	SplitGB   []float64 // per-device budget in GB (--gpu-split); nil: each device's free memory
 	HeadRows  int       // logits rows per head chunk (default 256)
 	Log       io.Writer // the memory plan is printed here when non-nil
+	NoFusion  bool      // run q/k/v and gate/up as separate GEMMs (tests, debugging)
 }
 
 // Backend implements backends.Backend, backends.LogProber and
@@ -35,7 +36,9 @@ type Backend struct {
 	devs    []*devState
 	headDev int
 	closed  bool
-	broken  error // a failed grow left the buffers unusable
+	broken  error   // a failed grow left the buffers unusable
+	attnCap int64   // attention chunk budget (0: attnScoreCap; tests set less)
+	fused   [2]bool // some layer may fuse q|k|v, gate|up: their output buffers are planned
 }
 
 var (
@@ -60,6 +63,8 @@ type layerDev struct {
 	// GEMM-dtype rounding; 0 when the router's input is quantized (it then
 	// runs as lin[arch.ProjRouter]).
 	router32 device.Ptr
+	arena    device.Ptr // the one allocation holding all of the above (experts included)
+	fuse     [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,
@@ -75,6 +80,10 @@ type devState struct {
 	k, v          device.Ptr // [T][KV] fp32
 	gate, up      device.Ptr // [T][I] fp32 (I: spec.MLPWidth, the widest MLP activation)
 	moeIn, moeOut device.Ptr // [T][C] fp32: rows routed to one expert, its output (MoE models)
+	qa, ka, va    device.Ptr // [H][T][D] GEMM dtype: attention operands (attention.go)
+	qkv, gu       device.Ptr // [T][Q+2KV], [T][2I] fp32: fused GEMM outputs (fuse.go; 0 unless some layer fuses)
+	scores        device.Ptr // one attention chunk's scores (fp32)
+	weights       device.Ptr // its softmax weights (attnParts dtype parts)
 	ids           device.Ptr // [T] int32 (device 0)
 	cos, sin      device.Ptr // [T][D/2] fp32 RoPE tables
 	embed         device.Ptr // [V][C] embedding (device 0; head device when tied)
@@ -137,12 +146,15 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	// Pass 1: sizes only (host copies are dropped).
 	in := planInput{layerBytes: make([]int64, spec.Layers)}
 	for i := 0; i < spec.Layers; i++ {
-		lb, sc, err := ld.layerSize(i)
+		lb, sc, fz, err := ld.layerSize(i)
 		if err != nil {
 			return nil, err
 		}
 		in.layerBytes[i] = lb
 		in.scratch = max(in.scratch, sc)
+		for g := range fz {
+			b.fused[g] = b.fused[g] || (fz[g] && !opt.NoFusion)
+		}
 	}
 	embRaw, embDT, err := ld.embedding()
 	if err != nil {
@@ -163,11 +175,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if !head.direct {
 		in.headScratch = int64(V * C * odt.Size())
 	}
-	Q, KV, I := spec.Heads*spec.HeadDim, spec.KVHeads*spec.HeadDim, spec.MLPWidth()
-	in.act = int64(T) * (int64(3*C*4) + int64(max(C, Q, I)*odt.Size()) + int64(2*Q*4) + int64(2*KV*4) + int64(2*I*4) + 4 + int64(spec.HeadDim*4))
-	if spec.MoE != nil {
-		in.act += int64(T) * int64(2*C*4)
-	}
+	in.act = b.actBytes(T)
 	R := opt.HeadRows
 	in.logits = int64(R)*int64(V)*8 + int64(R)*(4*3+4*16)
 
@@ -224,11 +232,20 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 			return nil, err
 		}
 		for l := dp.FirstLayer; l < dp.EndLayer; l++ {
-			lw, err := ld.uploadLayer(d, l)
+			// one allocation per layer (its arena), sized exactly by pass 1
+			ar, err := newArena(d, in.layerBytes[l])
+			if err != nil {
+				return nil, fmt.Errorf("cuda: %s: layer %d (%s): %w", d.Name(), l, gb(in.layerBytes[l]), err)
+			}
+			lw, err := ld.uploadLayer(ar, l)
+			lw.arena = ar.base
+			if err == nil {
+				b.setFusion(&lw)
+			}
+			ds.layers = append(ds.layers, lw)
 			if err != nil {
 				return nil, err
 			}
-			ds.layers = append(ds.layers, lw)
 		}
 		if dp.HoldsHead {
 			b.headDev = i
@@ -315,6 +332,7 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 	s := b.spec
 	C, Q, KV, I, D := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.MLPWidth(), s.HeadDim
 	t := int64(T)
+	ao, as, aw := attnBuffers(T, s.Heads, D, b.odt, b.scoreCap())
 	bufs := []struct {
 		p *device.Ptr
 		n int64
@@ -324,6 +342,7 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 		{&ds.q, t * int64(Q) * 4}, {&ds.att, t * int64(Q) * 4}, {&ds.k, t * int64(KV) * 4}, {&ds.v, t * int64(KV) * 4},
 		{&ds.gate, t * int64(I) * 4}, {&ds.up, t * int64(I) * 4}, {&ds.ids, t * 4},
 		{&ds.cos, t * int64(D/2) * 4}, {&ds.sin, t * int64(D/2) * 4},
+		{&ds.qa, ao}, {&ds.ka, ao}, {&ds.va, ao}, {&ds.scores, as}, {&ds.weights, aw},
 	}
 	if s.MoE != nil {
 		bufs = append(bufs, struct {
@@ -334,7 +353,29 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 			n int64
 		}{&ds.moeOut, t * int64(C) * 4})
 	}
+	if b.fused[fuseQKV] {
+		bufs = append(bufs, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.qkv, t * int64(Q+2*KV) * 4})
+	}
+	if b.fused[fuseGU] {
+		bufs = append(bufs, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.gu, t * int64(2*I) * 4})
+	}
 	return bufs
+}
+
+// actBytes is the size of the per-window buffers of a device for windows
+// of T tokens.
+func (b *Backend) actBytes(T int) int64 {
+	var n int64
+	for _, a := range b.actBuffers(&devState{}, T) {
+		n += max(a.n, 1)
+	}
+	return n
 }
 
 // allocAct allocates the per-window buffers for b.opt.MaxTokens tokens and
@@ -414,8 +455,13 @@ func (b *Backend) free() {
 
 func (ds *devState) all() []device.Ptr {
 	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.moeIn, ds.moeOut, ds.ids, ds.cos, ds.sin,
+		ds.qa, ds.ka, ds.va, ds.scores, ds.weights, ds.qkv, ds.gu,
 		ds.embed, ds.finalNorm, ds.logits, ds.base, ds.targets, ds.nll, ds.kl, ds.top}
 	for _, l := range ds.layers {
+		if l.arena != 0 { // the layer's tensors are pieces of its arena
+			ps = append(ps, l.arena)
+			continue
+		}
 		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.router32)
 		ps = append(ps, l.bias[:]...)
 		for _, li := range l.lin {

@@ -8,8 +8,9 @@ import (
 )
 
 // TestNoGPUInDefaultBuild: the default build of qppl never links
-// gorgonia.org/cu (its init exits without a GPU), and with -tags cuda only
-// backends/cuda/gpu imports it.
+// gorgonia.org/cu (its init exits without a GPU) nor backends/cuda/gpu;
+// with -tags cuda only backends/cuda/gpu imports it, and with
+// -tags 'cuda cudaown' (the own driver binding) nothing does.
 func TestNoGPUInDefaultBuild(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -46,6 +47,23 @@ func TestNoGPUInDefaultBuild(t *testing.T) {
 	}
 	if importers == 0 {
 		t.Error("no package imports gorgonia.org/cu with -tags cuda (expected backends/cuda/gpu)")
+	}
+	// the own driver binding (toolkits 13.x) does not import gorgonia at all
+	cmd = exec.Command(goTool, "list", "-tags", "cuda cudaown", "-deps", "github.com/qppl/qppl/cmd/qppl")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -tags 'cuda cudaown': %v\n%s", err, stderrOf(err))
+	}
+	gpu := false
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "gorgonia.org/cu") {
+			t.Errorf("-tags 'cuda cudaown' build of cmd/qppl depends on %s", p)
+		}
+		gpu = gpu || p == "github.com/qppl/qppl/backends/cuda/gpu"
+	}
+	if !gpu {
+		t.Error("-tags 'cuda cudaown' build of cmd/qppl does not include backends/cuda/gpu")
 	}
 }
 

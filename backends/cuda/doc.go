@@ -10,8 +10,12 @@
 // Linear runs, a dequantization kernel writes it into one per-device
 // scratch buffer in the GEMM dtype (bf16 by default, --precision fp16|fp32),
 // and a GEMM with fp32 accumulation multiplies it with the activations
-// (cuBLAS GemmEx on the GPU). The residual stream, norms, RoPE, attention
-// statistics and the final log-softmax are fp32. The final step is fused
+// (cuBLAS GemmEx on the GPU); q|k|v and gate|up run as one GEMM each when
+// their weights share a format (fuse.go). Each decoder layer's tensors live
+// in one device allocation (an arena, arena.go). Attention is two strided
+// batched GEMMs around a causal-softmax kernel (attention.go: tensor cores
+// on a GPU). The residual stream, norms, RoPE, attention statistics and
+// the final log-softmax are fp32. The final step is fused
 // (kernel logits_stats): log-sum-exp, the target's NLL, KL against base
 // log-probs and top-k never leave the device as logits; a PPL run copies 4
 // bytes per scored token back (8 with top-1, +4 with KL).

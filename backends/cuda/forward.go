@@ -136,6 +136,15 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 				if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.q, H * D}, fusedPart{ds.k, KVH * D}, fusedPart{ds.v, KVH * D}); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
+			} else if lw.fuse[fuseQKV] && fitsElems(T, (H+2*KVH)*D) { // one GEMM, then split (fuse.go)
+				if err := b.linearFused(ds, []*devLinear{lw.lin[arch.ProjQ], lw.lin[arch.ProjK], lw.lin[arch.ProjV]}, ds.h, T, ds.qkv); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+				g, bl := ew(T * (H + 2*KVH) * D)
+				if err := d.Launch(device.KSplitQKV, g, bl, 0, ds.q, ds.k, ds.v, ds.qkv, lw.bias[arch.ProjQ], lw.bias[arch.ProjK], lw.bias[arch.ProjV],
+					int32(T), int32(H*D), int32(KVH*D)); err != nil {
+					return err
+				}
 			} else {
 				for _, p := range []struct {
 					proj arch.Proj
@@ -162,11 +171,8 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := d.Launch(device.KRope, g, bl, 0, ds.k, ds.cos, ds.sin, int32(T), int32(KVH), int32(D)); err != nil {
 				return err
 			}
-			grid := device.Dim3{X: (T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: H, Z: 1}
-			scale := float32(1 / math.Sqrt(float64(D)))
-			if err := d.Launch(device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnTileK(D)*D*4,
-				ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt)); err != nil {
-				return err
+			if err := b.attend(ds, T); err != nil {
+				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
@@ -190,9 +196,21 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
 			} else {
+				g, bl = ew(T * I)
 				if f := lw.lin[arch.ProjGateUp]; f != nil { // phi3: gate, up = chunk(gate_up_proj(h), 2)
 					if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.gate, I}, fusedPart{ds.up, I}); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
+					}
+					if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+						return err
+					}
+				} else if w := lw.lin[arch.ProjGate]; lw.fuse[fuseGU] && fitsElems(T, 2*w.out) { // one GEMM, then silu(gate)·up from its rows
+					if err := b.linearFused(ds, []*devLinear{w, lw.lin[arch.ProjUp]}, ds.h, T, ds.gu); err != nil {
+						return fmt.Errorf("layer %d: %w", li, err)
+					}
+					g, bl := ew(T * w.out)
+					if err := d.Launch(device.KSiluMulCat, g, bl, 0, ds.gate, ds.gu, int32(T), int32(w.out)); err != nil {
+						return err
 					}
 				} else {
 					if err := b.linear(ds, lw.lin[arch.ProjGate], ds.h, T, ds.gate, 0); err != nil {
@@ -201,10 +219,9 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					if err := b.linear(ds, lw.lin[arch.ProjUp], ds.h, T, ds.up, 0); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
-				}
-				g, bl = ew(T * I)
-				if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
-					return err
+					if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+						return err
+					}
 				}
 				if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
@@ -249,6 +266,11 @@ func (b *Backend) headChunk(r0, r1 int) error {
 // step is at most grid1's 4096 blocks × 256 threads, and that index must
 // not overflow.
 const maxKernelElems = math.MaxInt32 - 4096*256
+
+// fitsElems reports whether a [T][width] buffer is within the 32-bit
+// indexing of the elementwise kernels (a fused GEMM's wider output falls
+// back to separate GEMMs when it is not).
+func fitsElems(T, width int) bool { return int64(T)*int64(width) <= maxKernelElems }
 
 // checkElems refuses windows whose activation buffers the 32-bit kernels
 // cannot index (e.g. 131,072 tokens × an intermediate size of 28,672).
@@ -415,9 +437,11 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 	return sc, nil
 }
 
-// LogProbs implements backends.LogProber: logits rows are copied back in
-// fp32 and normalized on the host in float64 (this path moves 4·V bytes
-// per position and exists to save a base model's distribution).
+// LogProbs implements backends.LogProber: logits rows are normalized on
+// the device (kernel log_softmax_rows: fp32 log-sum-exp, the one of
+// logits_stats) and copied back as fp32 log-probs (this path moves 4·V
+// bytes per position, inherent to saving a base model's distribution; no
+// per-value work is left on the host but the conversion to float64).
 func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emit func(pos int, lp []float64) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -446,22 +470,15 @@ func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emi
 		if err := b.headChunk(r0, r1); err != nil {
 			return err
 		}
+		if err := hd.d.Launch(device.KLogSoftmax, device.D1(r1-r0), device.D1(256), 0, hd.logits, int32(r1-r0), int32(V)); err != nil {
+			return err
+		}
 		if err := hd.d.CopyOut(buf[:(r1-r0)*V*4], hd.logits); err != nil {
 			return err
 		}
 		for i := 0; i < r1-r0; i++ {
-			mx := math.Inf(-1)
 			for c := 0; c < V; c++ {
 				lp[c] = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*(i*V+c):])))
-				mx = math.Max(mx, lp[c])
-			}
-			s := 0.0
-			for _, v := range lp {
-				s += math.Exp(v - mx)
-			}
-			lse := mx + math.Log(s)
-			for c := range lp {
-				lp[c] -= lse
 			}
 			if err := emit(r0+i, lp); err != nil {
 				return err

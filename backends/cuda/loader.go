@@ -68,27 +68,47 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 	return all
 }
 
-// layerSize returns layer i's device bytes and its largest scratch need.
-func (ld *loader) layerSize(i int) (bytes, scratch int64, err error) {
+// layerSize returns layer i's device bytes (the size of its arena: every
+// tensor aligned to arenaAlign), its largest scratch need (a fused group
+// of dequantized weights included) and which fusion groups may fuse.
+func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err error) {
+	var hs [arch.NumProj]*hostLinear // the dense linears by arch.Proj (fusion candidates)
 	for _, v := range ld.layerVecs(i) {
 		if v.name != "" {
-			bytes += int64(4 * v.n)
+			bytes += arenaBytes(int64(4 * v.n))
 		}
 	}
 	for _, al := range ld.spec.LayerLinears(i) {
 		h, err := ld.linear(al)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, fuse, err
 		}
-		bytes += h.bytes()
+		if al.Expert < 0 {
+			hs[al.Proj] = h
+		}
+		for _, b := range h.bufs {
+			bytes += arenaBytes(int64(len(b)))
+		}
 		if al.Proj == arch.ProjRouter {
-			bytes += int64(4 * al.Out * al.In) // router32
+			bytes += arenaBytes(int64(4 * al.Out * al.In)) // router32
 		}
 		if !h.direct {
 			scratch = max(scratch, int64(h.out*h.in*ld.odt.Size()))
 		}
 	}
-	return bytes, scratch, nil
+	for g, idx := range fuseGroups() {
+		grp := make([]*hostLinear, len(idx))
+		for j, k := range idx {
+			grp[j] = hs[k]
+		}
+		if fusable(grp) {
+			fuse[g] = true
+			if !grp[0].direct {
+				scratch = max(scratch, groupScratch(grp, ld.odt))
+			}
+		}
+	}
+	return bytes, scratch, fuse, nil
 }
 
 func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {

@@ -109,6 +109,11 @@ func split(names []string, free, budget []int64, in planInput) (*Plan, error) {
 	dev := 0
 	used := make([]int64, n)
 	used[0] = in.embedBytes + in.act
+	// device 0 runs the embedding gather whether or not it gets a layer
+	if used[0] > budget[0] {
+		return p, fmt.Errorf("cuda: the model does not fit: %s cannot hold the embedding (%s) and the per-window buffers (%s) within its budget of %s",
+			names[0], gb(in.embedBytes), gb(in.act), gb(budget[0]))
+	}
 	p.Devices[0].Embed = in.embedBytes
 	p.Devices[0].Activations = in.act
 	started := make([]bool, n)

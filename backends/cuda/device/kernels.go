@@ -15,7 +15,12 @@ const (
 	KRope        = "rope"
 	KRMSNorm     = "rms_norm"
 	KAttention   = "attention"
+	KAttnPrep    = "attn_prep"
+	KAttnSoftmax = "attn_softmax"
+	KSplitQKV    = "split_qkv"
+	KSiluMulCat  = "silu_mul_cat"
 	KLogitsStats = "logits_stats"
+	KLogSoftmax  = "log_softmax_rows"
 	KDqDense     = "dq_dense"
 	KDqCTPack    = "dq_ct_pack"
 	KDqNVFP4     = "dq_nvfp4"
@@ -45,7 +50,12 @@ func Kernels() map[string]KernelInfo {
 		KRope:        {"pppiii", "elementwise"},
 		KRMSNorm:     {"pppiif", "norm"},
 		KAttention:   {"ppppiiiifi", "attention"},
+		KAttnPrep:    {"ppppppiiiii", "attention"},
+		KAttnSoftmax: {"pipiiiii", "attention"},
+		KSplitQKV:    {"pppppppiii", "fused"},
+		KSiluMulCat:  {"ppii", "fused"},
 		KLogitsStats: {"piipppippip", "logits"},
+		KLogSoftmax:  {"pii", "logits"},
 		KDqDense:     {"pipiii", "dequant"},
 		KDqCTPack:    {"piiipiiipiiipipi", "dequant"},
 		KDqNVFP4:     {"piiippfii", "dequant"},
@@ -60,7 +70,7 @@ func Kernels() map[string]KernelInfo {
 
 // Sources lists the kernel source files (without .cu), one PTX module each.
 func Sources() []string {
-	return []string{"elementwise", "norm", "attention", "logits", "dequant", "actquant", "ggml"}
+	return []string{"elementwise", "norm", "attention", "logits", "dequant", "actquant", "ggml", "fused"}
 }
 
 // Attention launch geometry (kernels/attention.cu ATT_BQ, ATT_BK, ATT_MAXD).

@@ -237,6 +237,42 @@ func (d *Device) Gemm(g device.Gemm) error {
 	return d.checkGuards("gemm")
 }
 
+// BatchedGemm implements device.BatchedGemmer on the CPU with the
+// semantics of Gemm (inputs converted exactly to float32, fp32
+// accumulation in increasing k), then the product by Alpha.
+func (d *Device) BatchedGemm(g device.BatchedGemm) error {
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", d.opt.Name, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	es := int64(g.AType.Size())
+	na, nb, nc := g.Extents()
+	var ops [3]unsafe.Pointer
+	for i, c := range []struct {
+		p device.Ptr
+		n int64
+		w string
+	}{{g.A, na * es, "A"}, {g.B, nb * es, "B"}, {g.C, nc * 4, "C"}} {
+		q, err := d.span(c.p, c.n)
+		if err != nil {
+			return fmt.Errorf("batched gemm operand %s: %w", c.w, err)
+		}
+		ops[i] = q
+	}
+	tb, acc := C.int(0), C.int(0)
+	if g.TransB {
+		tb = 1
+	}
+	if g.Accumulate {
+		acc = 1
+	}
+	C.emu_gemm_batched(C.int(g.M), C.int(g.N), C.int(g.K), ops[0], C.int(g.LDA), C.longlong(g.StrideA), ops[1], C.int(g.LDB),
+		C.longlong(g.StrideB), tb, C.int(g.AType), (*C.float)(ops[2]), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch),
+		C.float(g.Alpha), acc)
+	return d.checkGuards("batched gemm")
+}
+
 func (d *Device) checkGuards(what string) error {
 	if !d.opt.CheckGuards {
 		return nil

@@ -14,6 +14,7 @@
 #include "k_dequant.h"
 #include "k_actquant.h"
 #include "k_ggml.h"
+#include "k_fused.h"
 
 template <typename T> static constexpr char sigchar() {
 	return std::is_pointer<T>::value ? 'p'
@@ -50,6 +51,8 @@ static const EmuKernel table[] = {
     K(silu_mul, 0),  K(rope, 0),       K(rms_norm, 1),     K(attention, 1),   K(logits_stats, 1),
     K(dq_dense, 0),  K(dq_ct_pack, 0), K(dq_nvfp4, 0),     K(dq_fp8, 0),      K(dq_int8, 0),
     K(dq_gptq, 0),   K(dq_awq, 0),     K(act_quant, 1), K(dq_ggml, 0),
+    K(attn_prep, 0), K(attn_softmax, 1), K(log_softmax_rows, 1),
+    K(split_qkv, 0), K(silu_mul_cat, 0),
 };
 
 extern "C" int emu_kernel_count(void) { return (int)(sizeof table / sizeof table[0]); }

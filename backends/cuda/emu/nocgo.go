@@ -36,6 +36,7 @@ func (*Device) CopyOut([]byte, device.Ptr) error {
 }
 func (*Device) Launch(string, device.Dim3, device.Dim3, int, ...any) error { return ErrNoCgo }
 func (*Device) Gemm(device.Gemm) error                                     { return ErrNoCgo }
+func (*Device) BatchedGemm(device.BatchedGemm) error                       { return ErrNoCgo }
 func (*Device) Sync() error                                                { return ErrNoCgo }
 func (*Device) MemInfo() (int64, int64, error)                             { return 0, 0, ErrNoCgo }
 func (*Device) Close() error                                               { return nil }

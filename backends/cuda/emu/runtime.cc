@@ -262,3 +262,30 @@ extern "C" void emu_gemm(int M, int N, int K, const void *A, const void *B, int 
 	free(af);
 	free(bf);
 }
+
+extern "C" void emu_gemm_batched(int M, int N, int K, const void *A, int lda, long long sA, const void *B, int ldb,
+				 long long sB, int transB, int t, float *C, int ldc, long long sC, int batch, float alpha,
+				 int accumulate) {
+	float *bf = (float *)malloc((size_t)N * K * sizeof(float)); // op(B_b) as [N][K]
+	float *af = (float *)malloc((size_t)K * sizeof(float));
+	for (int b = 0; b < batch; b++) {
+		for (int n = 0; n < N; n++)
+			for (int k = 0; k < K; k++) {
+				size_t i = transB ? (size_t)n * ldb + k : (size_t)k * ldb + n;
+				bf[(size_t)n * K + k] = load_elem(B, (size_t)b * sB + i, t);
+			}
+		for (int m = 0; m < M; m++) {
+			for (int k = 0; k < K; k++) af[k] = load_elem(A, (size_t)b * sA + (size_t)m * lda + k, t);
+			float *c = C + (size_t)b * sC + (size_t)m * ldc;
+			for (int n = 0; n < N; n++) {
+				const float *bb = bf + (size_t)n * K;
+				float s = 0.0f;
+				for (int k = 0; k < K; k++) s += af[k] * bb[k];
+				s *= alpha;
+				c[n] = accumulate ? c[n] + s : s;
+			}
+		}
+	}
+	free(af);
+	free(bf);
+}

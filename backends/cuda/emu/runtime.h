@@ -29,6 +29,13 @@ const char *emu_launch(const EmuKernel *k, const uint64_t *args, unsigned gx, un
 // in increasing k.
 void emu_gemm(int M, int N, int K, const void *A, const void *B, int t, float *C, int accumulate);
 
+// emu_gemm_batched: for b < batch, C_b[M][N] (+)= alpha * A_b[M][K] *
+// op(B_b) with op(B) = B[N][K]^T (transB) or B[K][N]; row strides lda, ldb,
+// ldc and batch strides sA, sB, sC in elements; fp32 accumulation in
+// increasing k, then the product by alpha (cuBLAS's alpha*AB + beta*C).
+void emu_gemm_batched(int M, int N, int K, const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
+		      int transB, int t, float *C, int ldc, long long sC, int batch, float alpha, int accumulate);
+
 #ifdef __cplusplus
 }
 #endif

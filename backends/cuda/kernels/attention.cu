@@ -61,3 +61,63 @@ EXTERN_C __global__ void attention(float *out, const float *q, const float *k, c
 	if (active)
 		for (int d = 0; d < D; d++) out[(size_t)i * qstride + h * D + d] = acc[d] / l;
 }
+
+// Tensor-core attention (backends/cuda/attention.go): the QKᵀ and PV
+// products are strided batched GEMMs (cuBLAS on a GPU) around the two
+// kernels below. Semantics are those of `attention` above: q, k, v rounded
+// to the activation dtype dt, scores and softmax in fp32, fp32
+// accumulation; the softmax weights are handed to the PV GEMM as a sum of
+// dt-parts (bf16: three, fp16: two, fp32: one) so that the weights keep
+// fp32 precision (≤ 2⁻²⁴ relative for bf16, 2⁻²² for fp16) on tensor cores.
+
+// attn_prep writes the GEMM operands in head-major layout, each element
+// rounded to dt: qa[h][t][d] = q[t][h][d], ka[h][t][d] = k[t][h/(H/KVH)][d],
+// va likewise (the KV heads are expanded to the H query heads, so every
+// batch of the GEMMs has the same strides).
+// Launch: grid-stride over H·T·D elements (any grid). Reference:
+// reference.attention (repeat_kv).
+EXTERN_C __global__ void attn_prep(void *qa, void *ka, void *va, const float *q, const float *k, const float *v, int T,
+				   int H, int KVH, int D, int dt) {
+	int n = H * T * D, G = H / KVH;
+	for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += gridDim.x * blockDim.x) {
+		int d = idx % D, t = (idx / D) % T, h = idx / (D * T);
+		size_t qi = ((size_t)t * H + h) * D + d, ki = ((size_t)t * KVH + h / G) * D + d;
+		st_dt(qa, idx, q[qi], dt);
+		st_dt(ka, idx, k[ki], dt);
+		st_dt(va, idx, v[ki], dt);
+	}
+}
+
+// attn_softmax turns row r = blockIdx.x of the scores s[rows][N] (fp32,
+// already multiplied by the softmax scale; rows = heads × R query rows of
+// one chunk, query t = r0 + r % R) into causal softmax weights:
+//   w_j = exp(s_j - m) / Σ_{j'<=t} exp(s_j' - m),  m = max_{j<=t} s_j,  j <= t
+//   w_j = 0                                                             j > t
+// written as parts[0..nparts) of p (each [rows][N] in dtype dt) with
+// part_0 = dt(w), part_i = dt(w - Σ_{i'<i} part_i') (exact residuals).
+// Block: a multiple of 32 threads; the backend launches one warp per row
+// (rows are many: heads × query rows; a warp streams a 2,048-key row in 64
+// coalesced steps). Reference: reference.attention.
+EXTERN_C __global__ void attn_softmax(void *p, int nparts, const float *s, int rows, int N, int R, int r0, int dt) {
+	__shared__ float red[32];
+	int r = blockIdx.x;
+	if (r >= rows) return;
+	int t = r0 + r % R, n = imin(t + 1, N);
+	const float *x = s + (size_t)r * N;
+	float mx = -INFINITY;
+	for (int j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, x[j]);
+	mx = block_max(mx, red);
+	float se = 0.0f;
+	for (int j = threadIdx.x; j < n; j += blockDim.x) se += expf(x[j] - mx);
+	se = block_sum(se, red);
+	float inv = 1.0f / se;
+	size_t part = (size_t)rows * N;
+	for (int j = threadIdx.x; j < N; j += blockDim.x) {
+		float w = j < n ? expf(x[j] - mx) * inv : 0.0f;
+		for (int i = 0; i < nparts; i++) {
+			float c = round_dt(w, dt);
+			st_dt(p, part * i + (size_t)r * N + j, c, dt);
+			w -= c;
+		}
+	}
+}

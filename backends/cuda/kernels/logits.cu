@@ -84,3 +84,25 @@ EXTERN_C __global__ void logits_stats(const float *logits, int rows, int V, cons
 		pi = bi;
 	}
 }
+
+// log_softmax_rows normalizes row r = blockIdx.x of logits[rows][V] (fp32)
+// in place into log-probabilities, x_c - lse with the fp32 log-sum-exp of
+// logits_stats (same reduction order, so the values agree with its NLL):
+// the LogProbs path copies normalized rows instead of normalizing V values
+// per position on the host. Block: 256 threads (a multiple of 32).
+// Reference: reference.logSoftmax.
+EXTERN_C __global__ void log_softmax_rows(float *logits, int rows, int V) {
+	__shared__ float red[32];
+	int r = blockIdx.x;
+	if (r >= rows) return;
+	float *x = logits + (size_t)r * V;
+	float mx = -INFINITY;
+	for (int c = threadIdx.x; c < V; c += blockDim.x) mx = fmaxf(mx, x[c]);
+	mx = block_max(mx, red);
+	float se = 0.0f;
+	for (int c = threadIdx.x; c < V; c += blockDim.x) se += expf(x[c] - mx);
+	se = block_sum(se, red);
+	float lse = mx + logf(se);
+	__syncthreads(); // every thread has read x before any writes it
+	for (int c = threadIdx.x; c < V; c += blockDim.x) x[c] -= lse;
+}

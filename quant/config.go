@@ -62,23 +62,6 @@ type Group struct {
 	classes []string
 }
 
-// GPTQConfig is a quant_method "gptq" config.
-type GPTQConfig struct {
-	Bits      int  `json:"bits"`
-	GroupSize int  `json:"group_size"` // -1 = one group over in
-	DescAct   bool `json:"desc_act"`
-	Sym       bool `json:"sym"`
-	V2        bool `json:"v2"` // checkpoint_format gptq_v2
-}
-
-// AWQConfig is a quant_method "awq" (GEMM) config.
-type AWQConfig struct {
-	Bits      int  `json:"bits"`
-	GroupSize int  `json:"group_size"`
-	ZeroPoint bool `json:"zero_point"`
-}
-
-// Scheme is a parsed quantization_config (or the absence of one).
 type Scheme struct {
 	Method string `json:"method"`
 	// compressed-tensors
@@ -130,26 +113,24 @@ func ParseJSON(raw []byte, torchDType, name string) (*Scheme, error) {
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	switch strings.ToLower(method) {
-	case MethodCT, "sparseml":
+	m := strings.ToLower(method)
+	switch {
+	case m == MethodCT || m == "sparseml":
 		s.Method = MethodCT
 		if err := s.parseCT(top); err != nil {
 			return nil, fail("%v", err)
 		}
-	case MethodGPTQ:
-		s.Method = MethodGPTQ
-		if s.GPTQ, err = parseGPTQ(top); err != nil {
-			return nil, fail("%v", err)
-		}
-	case MethodAWQ:
-		s.Method = MethodAWQ
-		if s.AWQ, err = parseAWQ(top); err != nil {
-			return nil, fail("%v", err)
-		}
-	case "":
+	case m == "":
 		return nil, fail("quant_method missing")
 	default:
-		return nil, fail("unsupported quant_method %q (supported: compressed-tensors, gptq, awq)", method)
+		f, ok := methodFamily(m)
+		if !ok {
+			return nil, fail("unsupported quant_method %q (supported: %s)", method, strings.Join(supportedMethods(), ", "))
+		}
+		s.Method = f.method
+		if err := f.parse(s, top); err != nil {
+			return nil, fail("%v", err)
+		}
 	}
 	return s, nil
 }
@@ -302,9 +283,6 @@ func (s *Scheme) parseCT(top map[string]json.RawMessage) error {
 
 func checkFormat(f string, top bool) error {
 	switch f {
-	case FormatDense, FormatIntQuantized, FormatFloatQuantized, FormatNaiveQuantized,
-		FormatPackQuantized, FormatNVFP4, FormatMXFP4:
-		return nil
 	case "fakequant":
 		if top {
 			return nil
@@ -318,8 +296,23 @@ func checkFormat(f string, top bool) error {
 		return fmt.Errorf("sparse format %q is not supported", f)
 	case "mxfp8-quantized":
 		return fmt.Errorf("format %q is not supported", f)
+	default:
+		if ctFormatKnown(f) {
+			return nil
+		}
 	}
 	return fmt.Errorf("unknown format %q", f)
+}
+
+// supportedMethods lists the quant_method values ParseJSON accepts.
+func supportedMethods() []string {
+	m := []string{MethodCT}
+	for _, f := range families() {
+		if f.method != "" {
+			m = append(m, f.method)
+		}
+	}
+	return m
 }
 
 func splitTargets(list []string) (exact map[string]bool, res []*regexp.Regexp, classes []string, err error) {
@@ -597,42 +590,6 @@ func parseArgs(raw json.RawMessage, act bool) (*Args, error) {
 	return a, nil
 }
 
-func checkWeightArgs(a *Args, format string) error {
-	if a.Dynamic {
-		return fmt.Errorf("dynamic weight quantization is not supported")
-	}
-	switch format {
-	case FormatPackQuantized, FormatIntQuantized:
-		if a.Type != "int" {
-			return fmt.Errorf("format %s needs int weights, got %s", format, a.Type)
-		}
-		switch a.Strategy {
-		case "tensor", "channel", "group":
-		default:
-			return fmt.Errorf("strategy %s is not supported for %s weights", a.Strategy, format)
-		}
-	case FormatNVFP4:
-		if a.Type != "float" || a.NumBits != 4 || a.GroupSize != 16 {
-			return fmt.Errorf("format %s needs float 4-bit weights with group_size 16", format)
-		}
-	case FormatMXFP4:
-		if a.Type != "float" || a.NumBits != 4 || a.GroupSize != 32 {
-			return fmt.Errorf("format %s needs float 4-bit weights with group_size 32", format)
-		}
-	case FormatFloatQuantized, FormatNaiveQuantized:
-		if a.Type == "float" && a.NumBits != 8 {
-			return fmt.Errorf("format %s needs 8-bit float weights, got %d bits", format, a.NumBits)
-		}
-		switch a.Strategy {
-		case "tensor", "channel", "group", "block":
-		default:
-			return fmt.Errorf("strategy %s is not supported for %s weights", a.Strategy, format)
-		}
-	}
-	return nil
-}
-
-// checkInputArgs applies formats.md §8.8 item 6.
 func checkInputArgs(a *Args) error {
 	if strings.Contains(a.ScaleDType, "uint8") || (a.Type == "float" && a.NumBits == 4 && a.GroupSize == 32) {
 		return fmt.Errorf("MX activation scales are not supported")
@@ -651,91 +608,6 @@ func checkInputArgs(a *Args) error {
 	}
 	return nil
 }
-
-func parseGPTQ(top map[string]json.RawMessage) (*GPTQConfig, error) {
-	c := &GPTQConfig{}
-	var err error
-	if c.Bits, err = integer(top, "bits", 4); err != nil {
-		return nil, err
-	}
-	switch c.Bits {
-	case 2, 4, 8:
-	default:
-		return nil, fmt.Errorf("gptq bits %d not supported (2, 4, 8)", c.Bits)
-	}
-	if c.GroupSize, err = integer(top, "group_size", 128); err != nil {
-		return nil, err
-	}
-	if c.GroupSize == 0 || c.GroupSize < -1 {
-		return nil, fmt.Errorf("gptq group_size %d: want a positive size or -1", c.GroupSize)
-	}
-	if c.DescAct, err = boolean(top, "desc_act", false); err != nil {
-		return nil, err
-	}
-	if c.Sym, err = boolean(top, "sym", true); err != nil {
-		return nil, err
-	}
-	f, err := str(top, "checkpoint_format", "gptq")
-	if err != nil {
-		return nil, err
-	}
-	switch f {
-	case "gptq":
-	case "gptq_v2":
-		c.V2 = true
-	default:
-		return nil, fmt.Errorf("gptq checkpoint_format %q not supported (gptq, gptq_v2)", f)
-	}
-	if v := top["dynamic"]; !isEmptyObject(v) {
-		return nil, fmt.Errorf("gptq per-module \"dynamic\" overrides are not supported")
-	}
-	return c, nil
-}
-
-func parseAWQ(top map[string]json.RawMessage) (*AWQConfig, error) {
-	c := &AWQConfig{}
-	var err error
-	if c.Bits, err = integer(top, "bits", 0); err != nil {
-		return nil, err
-	}
-	if c.Bits == 0 {
-		if c.Bits, err = integer(top, "w_bit", 4); err != nil {
-			return nil, err
-		}
-	}
-	if c.Bits != 4 {
-		return nil, fmt.Errorf("awq bits %d not supported (4)", c.Bits)
-	}
-	if c.GroupSize, err = integer(top, "group_size", 0); err != nil {
-		return nil, err
-	}
-	if c.GroupSize == 0 {
-		if c.GroupSize, err = integer(top, "q_group_size", 128); err != nil {
-			return nil, err
-		}
-	}
-	if c.GroupSize <= 0 {
-		return nil, fmt.Errorf("awq group_size %d: want a positive size", c.GroupSize)
-	}
-	if c.ZeroPoint, err = boolean(top, "zero_point", true); err != nil {
-		return nil, err
-	}
-	if !c.ZeroPoint {
-		return nil, fmt.Errorf("awq zero_point false is not supported")
-	}
-	v, err := str(top, "version", "gemm")
-	if err != nil {
-		return nil, err
-	}
-	if strings.ToLower(v) != "gemm" {
-		return nil, fmt.Errorf("awq version %q not supported (gemm)", v)
-	}
-	return c, nil
-}
-
-// groupFor returns the config group that targets module (a Linear), or nil
-// when none does or the module is ignored. Priority: exact name, regex,
-// class name; ties go to the first group in sorted name order.
 func (s *Scheme) groupFor(module string) *Group {
 	if s.ignoreExact[module] || anyMatch(s.ignoreRegexes, module) || matchesClass(s.ignoreClasses) {
 		return nil

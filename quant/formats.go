@@ -1,0 +1,85 @@
+package quant
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/qppl/qppl/checkpoint"
+)
+
+// family is everything the rest of the package needs to know about one
+// format family: which configs it parses, which weight arguments it
+// accepts, which tensors mark its Linears and how it opens one. Each
+// family's types, parsing, validation and exact decoding live in one file
+// (named in its entry); families below is the only list of them.
+type family struct {
+	name string // as used in messages, e.g. "GPTQ", "nvfp4"
+
+	// Families with their own quant_method (GPTQ, AWQ): the method value
+	// (lower case), the config parser that fills the Scheme, and the
+	// tensor suffix whose presence marks one of their Linears.
+	method string
+	parse  func(s *Scheme, top map[string]json.RawMessage) error
+	marker string
+
+	// compressed-tensors families: the format values whose weight
+	// arguments this family validates (checkArgs), the format values it
+	// decodes, and accepts, which picks it among the families decoding the
+	// same format by the stored weight's dtype (nil: always).
+	argFormats []string
+	checkArgs  func(a *Args, format string) error
+	ctFormats  []string
+	accepts    func(w *Args, weight checkpoint.TensorInfo) bool
+
+	// open decodes module t; g is its config group (compressed-tensors
+	// only, nil otherwise).
+	open func(s *Scheme, t tensors, g *Group) (Linear, error)
+}
+
+// families returns the format families in matching order (a function, not
+// a package variable, so that nothing can change how checkpoints decode).
+func families() []family {
+	return []family{
+		denseFamily(),  // dense.go
+		ctPackFamily(), // ctpack.go: pack-quantized int
+		ctIntFamily(),  // ctint.go: int-quantized (W8A8) I8 codes
+		fp8Family(),    // fp8.go: float-quantized / naive-quantized FP8
+		nvfp4Family(),  // nvfp4.go
+		mxfp4Family(),  // mxfp4.go
+		gptqFamily(),   // gptq.go
+		awqFamily(),    // awq.go
+	}
+}
+
+// methodFamily returns the family whose own quant_method is m.
+func methodFamily(m string) (family, bool) {
+	for _, f := range families() {
+		if f.method != "" && f.method == m {
+			return f, true
+		}
+	}
+	return family{}, false
+}
+
+// ctFormatKnown reports whether some family decodes compressed-tensors
+// format f.
+func ctFormatKnown(f string) bool {
+	for _, fam := range families() {
+		if slices.Contains(fam.ctFormats, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// linearMarkers returns the tensor suffixes that mark a Linear module
+// ("weight" counts only when the tensor is 2-D).
+func linearMarkers() []string {
+	m := []string{"weight", "weight_packed"}
+	for _, f := range families() {
+		if f.marker != "" && !slices.Contains(m, f.marker) {
+			m = append(m, f.marker)
+		}
+	}
+	return m
+}

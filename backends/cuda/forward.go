@@ -14,9 +14,6 @@ import (
 // probeFunc receives a device buffer holding T rows of width fp32 values.
 type probeFunc func(ds *devState, layer int, site string, p device.Ptr, width int) error
 
-// elementwise launch geometry
-func ew(n int) (device.Dim3, device.Dim3) { return grid1(n) }
-
 // linear computes out[rows][l.out] = in[rows][l.in]·Wᵀ (+ bias), where the
 // input is first cast to the GEMM dtype, or fake-quantized when the
 // checkpoint prescribes activation quantization, and W is the stored dense
@@ -35,8 +32,7 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 		return fmt.Errorf("%s: %w", l.module, err)
 	}
 	if bias != 0 {
-		g, bl := ew(rows * l.out)
-		if err := d.Launch(device.KAddBiasRows, g, bl, 0, out, bias, int32(rows), int32(l.out)); err != nil {
+		if err := device.LaunchAddBiasRows(d, out, bias, rows, l.out); err != nil {
 			return err
 		}
 	}
@@ -50,15 +46,13 @@ func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows in
 	d := ds.d
 	n := rows * l.in
 	if a := l.act; a != nil {
-		err := d.Launch(device.KActQuant, device.D1(rows), device.D1(128), 0, ds.xa, int32(b.odt), in, int32(rows), int32(l.in),
-			a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
+		err := device.LaunchActQuant(d, ds.xa, b.odt, in, rows, l.in, a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
 		if err != nil {
 			return fmt.Errorf("%s input: %w", l.module, err)
 		}
 		ds.xaSrc = 0
 	} else if ds.xaSrc != in {
-		g, bl := ew(n)
-		if err := d.Launch(device.KCastAct, g, bl, 0, ds.xa, in, int32(n), int32(b.odt)); err != nil {
+		if err := device.LaunchCastAct(d, ds.xa, in, n, b.odt); err != nil {
 			return err
 		}
 		ds.xaSrc = in
@@ -82,8 +76,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 	if err := ds.d.CopyIn(ds.ids, i32Bytes(ids)); err != nil {
 		return err
 	}
-	g, bl := ew(T * C)
-	if err := ds.d.Launch(device.KEmbedGather, g, bl, 0, ds.x, ds.embed, int32(ds.embedDT), ds.ids, int32(T), int32(C), int32(s.Vocab)); err != nil {
+	if err := device.LaunchEmbedGather(ds.d, ds.x, ds.embed, ds.embedDT, ds.ids, T, C, s.Vocab); err != nil {
 		return err
 	}
 	if probe != nil {
@@ -124,7 +117,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			d := ds.d
 			ds.xaSrc = 0
 			norm := func(out, in, w device.Ptr, rows, cols int) error {
-				return d.Launch(device.KRMSNorm, device.D1(rows), device.D1(128), 0, out, in, w, int32(rows), int32(cols), eps)
+				return device.LaunchRMSNorm(d, out, in, w, rows, cols, eps)
 			}
 			if err := norm(ds.h, ds.x, lw.attnNorm, T, C); err != nil {
 				return err
@@ -154,18 +147,14 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					return err
 				}
 			}
-			g, bl := ew(T * H * D / 2)
-			if err := d.Launch(device.KRope, g, bl, 0, ds.q, ds.cos, ds.sin, int32(T), int32(H), int32(D)); err != nil {
+			if err := device.LaunchRope(d, ds.q, ds.cos, ds.sin, T, H, D); err != nil {
 				return err
 			}
-			g, bl = ew(T * KVH * D / 2)
-			if err := d.Launch(device.KRope, g, bl, 0, ds.k, ds.cos, ds.sin, int32(T), int32(KVH), int32(D)); err != nil {
+			if err := device.LaunchRope(d, ds.k, ds.cos, ds.sin, T, KVH, D); err != nil {
 				return err
 			}
-			grid := device.Dim3{X: (T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: H, Z: 1}
 			scale := float32(1 / math.Sqrt(float64(D)))
-			if err := d.Launch(device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnTileK(D)*D*4,
-				ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt)); err != nil {
+			if err := device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.odt); err != nil {
 				return err
 			}
 			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
@@ -174,8 +163,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteAttnOut, ds.proj, C); err != nil {
 				return err
 			}
-			g, bl = ew(T * C)
-			if err := d.Launch(device.KAddInplace, g, bl, 0, ds.x, ds.proj, int32(T*C)); err != nil {
+			if err := device.LaunchAddInplace(d, ds.x, ds.proj, T*C); err != nil {
 				return err
 			}
 			if err := norm(ds.h, ds.x, lw.mlpNorm, T, C); err != nil {
@@ -202,8 +190,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
 				}
-				g, bl = ew(T * I)
-				if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+				if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, T*I); err != nil {
 					return err
 				}
 				if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
@@ -213,8 +200,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteMLPOut, ds.proj, C); err != nil {
 				return err
 			}
-			g, bl = ew(T * C)
-			if err := d.Launch(device.KAddInplace, g, bl, 0, ds.x, ds.proj, int32(T*C)); err != nil {
+			if err := device.LaunchAddInplace(d, ds.x, ds.proj, T*C); err != nil {
 				return err
 			}
 			if err := pr(ds, li, arch.SiteLayerOut, ds.x, C); err != nil {
@@ -227,7 +213,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 		return err
 	}
 	hd.xaSrc = 0
-	if err := hd.d.Launch(device.KRMSNorm, device.D1(T), device.D1(128), 0, hd.h, hd.x, hd.finalNorm, int32(T), int32(C), eps); err != nil {
+	if err := device.LaunchRMSNorm(hd.d, hd.h, hd.x, hd.finalNorm, T, C, eps); err != nil {
 		return err
 	}
 	return pr(hd, -1, arch.SiteFinalNorm, hd.h, C)
@@ -246,7 +232,7 @@ func (b *Backend) headChunk(r0, r1 int) error {
 // maxKernelElems bounds the element count of one activation buffer: the
 // elementwise kernels (embed_gather, cast_act, add_inplace, silu_mul, rope,
 // add_bias_rows) index it with a 32-bit int in a grid-stride loop whose
-// step is at most grid1's 4096 blocks × 256 threads, and that index must
+// step is at most device.GridStride's 4096 blocks × 256 threads, and that index must
 // not overflow.
 const maxKernelElems = math.MaxInt32 - 4096*256
 
@@ -373,8 +359,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		if baseKind != device.BaseNone {
 			baseP = hd.base
 		}
-		if err := d.Launch(device.KLogitsStats, device.D1(n), device.D1(256), 0, hd.logits, int32(n), int32(V), hd.targets, hd.nll,
-			baseP, baseKind, device.Ptr(0), hd.kl, int32(req.TopK), hd.top); err != nil {
+		if err := device.LaunchLogitsStats(d, hd.logits, n, V, hd.targets, hd.nll, baseP, baseKind, 0, hd.kl, req.TopK, hd.top); err != nil {
 			return backends.Scores{}, err
 		}
 		nll := make([]byte, n*4)

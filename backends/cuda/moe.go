@@ -106,8 +106,7 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 		if err := b.linear(ds, x[arch.ProjUp], ds.moeIn, n, ds.up, 0); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
-		g, bl := ew(n * W)
-		if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(n*W)); err != nil {
+		if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, n*W); err != nil {
 			return err
 		}
 		if err := b.linear(ds, x[arch.ProjDown], ds.gate, n, ds.moeOut, 0); err != nil {

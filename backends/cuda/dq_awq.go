@@ -18,14 +18,14 @@ func prepareAWQ(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	}
 	h.bufs = [][]byte{u32Bytes(q.QWeight), u32Bytes(q.QZeros), encodeAs(sdt, q.Scales)}
 	N, K, gs := int32(h.out), int32(h.in), int32(q.GroupSize)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-		return launchDqAWQ(d, dst, odt, N, K, p[0], p[1], p[2], sdt, gs)
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
+		return launchDqAWQ(d, dst, gemmDT, N, K, p[0], p[1], p[2], sdt, gs)
 	}
 	return true, nil
 }
 
 // launchDqAWQ decodes AWQ 4-bit codes with group size gs.
-func launchDqAWQ(d device.Device, out device.Ptr, odt device.DType, N, K int32, qweight, qzeros, scales device.Ptr, sdt device.DType, gs int32) error {
+func launchDqAWQ(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, qweight, qzeros, scales device.Ptr, sdt device.DType, gs int32) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_awq", g, b, 0, out, int32(odt), N, K, qweight, qzeros, scales, int32(sdt), gs)
+	return d.Launch("dq_awq", g, b, 0, out, int32(gemmDT), N, K, qweight, qzeros, scales, int32(sdt), gs)
 }

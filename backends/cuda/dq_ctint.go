@@ -36,20 +36,20 @@ func prepareCTInt(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	}
 	N, K := int32(h.out), int32(h.in)
 	bw, scols := int32(q.GroupSize), int32(q.Groups)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
 		var zp device.Ptr
 		if len(p) > 2 {
 			zp = p[2]
 		}
-		return launchDqInt8(d, dst, odt, N, K, p[0], p[1], sdt, 1, bw, scols, zp)
+		return launchDqInt8(d, dst, gemmDT, N, K, p[0], p[1], sdt, 1, bw, scols, zp)
 	}
 	return true, nil
 }
 
 // launchDqInt8 decodes I8 codes w [N][K] with scale [(r/bh)][scols] of
 // dtype sdt over blocks of bh rows × bw columns and optional zero points zp.
-func launchDqInt8(d device.Device, out device.Ptr, odt device.DType, N, K int32, w, scale device.Ptr, sdt device.DType,
+func launchDqInt8(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, w, scale device.Ptr, sdt device.DType,
 	bh, bw, scols int32, zp device.Ptr) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_int8", g, b, 0, out, int32(odt), N, K, w, scale, int32(sdt), bh, bw, scols, zp)
+	return d.Launch("dq_int8", g, b, 0, out, int32(gemmDT), N, K, w, scale, int32(sdt), bh, bw, scols, zp)
 }

@@ -43,7 +43,7 @@ func prepareCTPack(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) 
 	}
 	N, K := int32(h.out), int32(h.in)
 	wpr, b, scols, gs := int32(q.WordsPerRow), int32(q.Bits), int32(q.Groups), int32(q.GroupSize)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
 		var zp, gi device.Ptr
 		if zmode != 0 {
 			zp = p[2]
@@ -51,7 +51,7 @@ func prepareCTPack(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) 
 		if gidx >= 0 {
 			gi = p[gidx]
 		}
-		return launchDqCTPack(d, dst, odt, N, K, p[0], wpr, b, vpw, p[1], sdt, scols, gs, gi, zmode, zp, 0)
+		return launchDqCTPack(d, dst, gemmDT, N, K, p[0], wpr, b, vpw, p[1], sdt, scols, gs, gi, zmode, zp, 0)
 	}
 	return true, nil
 }
@@ -59,8 +59,8 @@ func prepareCTPack(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) 
 // launchDqCTPack decodes pack-quantized codes (packed, wpr words per row,
 // b bits, vpw values per word for the legacy layout or 0) with scale [N][scols]
 // of dtype sdt, group size gs or g_idx gidx, zero points zp in mode zmode.
-func launchDqCTPack(d device.Device, out device.Ptr, odt device.DType, N, K int32, packed device.Ptr, wpr, b, vpw int32,
+func launchDqCTPack(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed device.Ptr, wpr, b, vpw int32,
 	scale device.Ptr, sdt device.DType, scols, gs int32, gidx device.Ptr, zmode int32, zp device.Ptr, zvpw int32) error {
 	g, bl := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_ct_pack", g, bl, 0, out, int32(odt), N, K, packed, wpr, b, vpw, scale, int32(sdt), scols, gs, gidx, zmode, zp, zvpw)
+	return d.Launch("dq_ct_pack", g, bl, 0, out, int32(gemmDT), N, K, packed, wpr, b, vpw, scale, int32(sdt), scols, gs, gidx, zmode, zp, zvpw)
 }

@@ -9,7 +9,7 @@ import (
 
 // prepareDense uploads an unquantized weight: as is when it is already in
 // the GEMM dtype, else converted by dq_dense (kernels/dq_dense.cu).
-func prepareDense(l quant.Linear, h *hostLinear, odt device.DType) (bool, error) {
+func prepareDense(l quant.Linear, h *hostLinear, gemmDT device.DType) (bool, error) {
 	q, ok := l.(*quant.Dense)
 	if !ok {
 		return false, nil
@@ -27,19 +27,19 @@ func prepareDense(l quant.Linear, h *hostLinear, odt device.DType) (bool, error)
 		raw, idt = f64ToF32Bytes(vals), device.F32
 	}
 	h.bufs = [][]byte{raw}
-	if idt == odt {
+	if idt == gemmDT {
 		h.direct = true
 		return true, nil
 	}
 	N, K := int32(h.out), int32(h.in)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-		return launchDqDense(d, dst, odt, p[0], idt, N, K)
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
+		return launchDqDense(d, dst, gemmDT, p[0], idt, N, K)
 	}
 	return true, nil
 }
 
-// launchDqDense converts in [N][K] of dtype idt into out of dtype odt.
-func launchDqDense(d device.Device, out device.Ptr, odt device.DType, in device.Ptr, idt device.DType, N, K int32) error {
+// launchDqDense converts in [N][K] of dtype idt into out of dtype gemmDT.
+func launchDqDense(d device.Device, out device.Ptr, gemmDT device.DType, in device.Ptr, idt device.DType, N, K int32) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_dense", g, b, 0, out, int32(odt), in, int32(idt), N, K)
+	return d.Launch("dq_dense", g, b, 0, out, int32(gemmDT), in, int32(idt), N, K)
 }

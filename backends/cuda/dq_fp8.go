@@ -19,15 +19,15 @@ func prepareFP8(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	h.bufs = [][]byte{q.Codes, encodeAs(sdt, q.Scale)}
 	N, K := int32(h.out), int32(h.in)
 	bh, bw, scols := int32(q.BlockRows), int32(q.BlockCols), int32(q.ScaleCols)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-		return launchDqFP8(d, dst, odt, N, K, p[0], p[1], sdt, bh, bw, scols)
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
+		return launchDqFP8(d, dst, gemmDT, N, K, p[0], p[1], sdt, bh, bw, scols)
 	}
 	return true, nil
 }
 
 // launchDqFP8 decodes E4M3 codes w [N][K] with scale [(r/bh)][scols] of
 // dtype sdt over blocks of bh rows × bw columns.
-func launchDqFP8(d device.Device, out device.Ptr, odt device.DType, N, K int32, w, scale device.Ptr, sdt device.DType, bh, bw, scols int32) error {
+func launchDqFP8(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, w, scale device.Ptr, sdt device.DType, bh, bw, scols int32) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_fp8", g, b, 0, out, int32(odt), N, K, w, scale, int32(sdt), bh, bw, scols)
+	return d.Launch("dq_fp8", g, b, 0, out, int32(gemmDT), N, K, w, scale, int32(sdt), bh, bw, scols)
 }

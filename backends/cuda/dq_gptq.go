@@ -27,16 +27,16 @@ func prepareGPTQ(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 		v1 = 0
 	}
 	N, K, b := int32(h.out), int32(h.in), int32(q.Bits)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-		return launchDqGPTQ(d, dst, odt, N, K, p[0], p[1], p[2], sdt, p[3], b, v1)
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
+		return launchDqGPTQ(d, dst, gemmDT, N, K, p[0], p[1], p[2], sdt, p[3], b, v1)
 	}
 	return true, nil
 }
 
 // launchDqGPTQ decodes b-bit GPTQ codes (v1: the gptq v1 zero-point
 // off-by-one).
-func launchDqGPTQ(d device.Device, out device.Ptr, odt device.DType, N, K int32, qweight, qzeros, scales device.Ptr, sdt device.DType,
+func launchDqGPTQ(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, qweight, qzeros, scales device.Ptr, sdt device.DType,
 	gidx device.Ptr, b, v1 int32) error {
 	g, bl := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_gptq", g, bl, 0, out, int32(odt), N, K, qweight, qzeros, scales, int32(sdt), gidx, b, v1)
+	return d.Launch("dq_gptq", g, bl, 0, out, int32(gemmDT), N, K, qweight, qzeros, scales, int32(sdt), gidx, b, v1)
 }

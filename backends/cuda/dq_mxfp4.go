@@ -14,14 +14,14 @@ func prepareMXFP4(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	}
 	h.bufs = [][]byte{q.Packed, q.Scales}
 	N, K := int32(h.out), int32(h.in)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-		return launchDqMXFP4(d, dst, odt, N, K, p[0], p[1])
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
+		return launchDqMXFP4(d, dst, gemmDT, N, K, p[0], p[1])
 	}
 	return true, nil
 }
 
 // launchDqMXFP4 decodes packed E2M1 codes [N][K/2] with E8M0 scales [N][K/32].
-func launchDqMXFP4(d device.Device, out device.Ptr, odt device.DType, N, K int32, packed, scale device.Ptr) error {
+func launchDqMXFP4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, scale device.Ptr) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_mxfp4", g, b, 0, out, int32(odt), N, K, packed, scale)
+	return d.Launch("dq_mxfp4", g, b, 0, out, int32(gemmDT), N, K, packed, scale)
 }

@@ -21,15 +21,15 @@ func prepareNVFP4(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	h.bufs = [][]byte{q.Packed, q.Scales}
 	N, K := int32(h.out), int32(h.in)
 	gscale := q.GlobalScale
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-		return launchDqNVFP4(d, dst, odt, N, K, p[0], p[1], gscale, rdt)
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
+		return launchDqNVFP4(d, dst, gemmDT, N, K, p[0], p[1], gscale, rdt)
 	}
 	return true, nil
 }
 
 // launchDqNVFP4 decodes packed E2M1 codes [N][K/2] with E4M3 scales
 // [N][K/16] divided by gscale, rounded to the model dtype rdt.
-func launchDqNVFP4(d device.Device, out device.Ptr, odt device.DType, N, K int32, packed, scale device.Ptr, gscale float32, rdt device.DType) error {
+func launchDqNVFP4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, scale device.Ptr, gscale float32, rdt device.DType) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_nvfp4", g, b, 0, out, int32(odt), N, K, packed, scale, gscale, int32(rdt))
+	return d.Launch("dq_nvfp4", g, b, 0, out, int32(gemmDT), N, K, packed, scale, gscale, int32(rdt))
 }

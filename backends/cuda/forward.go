@@ -24,11 +24,11 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 	if err := b.linearInput(ds, l, in, rows); err != nil {
 		return err
 	}
-	w, err := l.weight(d, ds.scratch, b.odt)
+	w, err := l.weight(d, ds.scratch, b.gemmDT)
 	if err != nil {
 		return err
 	}
-	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.odt, BType: b.odt}); err != nil {
+	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.gemmDT, BType: b.gemmDT}); err != nil {
 		return fmt.Errorf("%s: %w", l.module, err)
 	}
 	if bias != 0 {
@@ -41,21 +41,21 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 
 // linearInput prepares ds.xa, the GEMM input of l: in cast to the GEMM
 // dtype, or fake-quantized when the checkpoint prescribes activation
-// quantization (a plain cast is reused while ds.xaSrc says xa holds it).
+// quantization (a plain cast is reused while ds.xaCastOf says xa holds it).
 func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows int) error {
 	d := ds.d
 	n := rows * l.in
 	if a := l.act; a != nil {
-		err := device.LaunchActQuant(d, ds.xa, b.odt, in, rows, l.in, a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
+		err := device.LaunchActQuant(d, ds.xa, b.gemmDT, in, rows, l.in, a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
 		if err != nil {
 			return fmt.Errorf("%s input: %w", l.module, err)
 		}
-		ds.xaSrc = 0
-	} else if ds.xaSrc != in {
-		if err := device.LaunchCastAct(d, ds.xa, in, n, b.odt); err != nil {
+		ds.xaCastOf = 0
+	} else if ds.xaCastOf != in {
+		if err := device.LaunchCastAct(d, ds.xa, in, n, b.gemmDT); err != nil {
 			return err
 		}
-		ds.xaSrc = in
+		ds.xaCastOf = in
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			}
 			lw := &ds.layers[li-ds.first]
 			d := ds.d
-			ds.xaSrc = 0
+			ds.xaCastOf = 0
 			norm := func(out, in, w device.Ptr, rows, cols int) error {
 				return device.LaunchRMSNorm(d, out, in, w, rows, cols, eps)
 			}
@@ -154,7 +154,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 				return err
 			}
 			scale := float32(1 / math.Sqrt(float64(D)))
-			if err := device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.odt); err != nil {
+			if err := device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT); err != nil {
 				return err
 			}
 			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
@@ -169,7 +169,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := norm(ds.h, ds.x, lw.mlpNorm, T, C); err != nil {
 				return err
 			}
-			ds.xaSrc = 0
+			ds.xaCastOf = 0
 			if err := pr(ds, li, arch.SiteMLPNorm, ds.h, C); err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 	if err := move(hd); err != nil {
 		return err
 	}
-	hd.xaSrc = 0
+	hd.xaCastOf = 0
 	if err := device.LaunchRMSNorm(hd.d, hd.h, hd.x, hd.finalNorm, T, C, eps); err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (b *Backend) headChunk(r0, r1 int) error {
 	hd := b.devs[b.headDev]
 	C := b.spec.Hidden
 	in := hd.h + device.Ptr(r0*C*4)
-	hd.xaSrc = 0
+	hd.xaCastOf = 0
 	return b.linear(hd, hd.head, in, r1-r0, hd.logits, 0)
 }
 

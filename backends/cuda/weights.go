@@ -152,8 +152,8 @@ type hostLinear struct {
 	bufs    [][]byte
 	// direct: a dense weight already in the GEMM dtype is multiplied as is.
 	direct bool
-	// launch dequantizes into dst (N×K of odt) given the device pointers of bufs.
-	launch func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error
+	// launch dequantizes into dst (N×K of gemmDT) given the device pointers of bufs.
+	launch func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error
 	act    *actParams
 }
 
@@ -166,9 +166,9 @@ func (h *hostLinear) bytes() int64 {
 }
 
 // prepareLinear converts a quant.Linear into its device representation for
-// GEMM dtype odt: the format's own file (dq_<format>.go) fills the buffers
+// GEMM dtype gemmDT: the format's own file (dq_<format>.go) fills the buffers
 // and the launch of its dequantization kernel.
-func prepareLinear(l quant.Linear, odt device.DType) (*hostLinear, error) {
+func prepareLinear(l quant.Linear, gemmDT device.DType) (*hostLinear, error) {
 	out, in := l.Shape()
 	h := &hostLinear{module: l.Module(), out: out, in: in, format: l.Format()}
 	var err error
@@ -181,7 +181,7 @@ func prepareLinear(l quant.Linear, odt device.DType) (*hostLinear, error) {
 		return nil, fmt.Errorf("cuda: %s: activation group size %d does not divide in_features %d", h.module, h.act.gsize, in)
 	}
 	for _, prepare := range dequantizers() {
-		ok, err := prepare(l, h, odt)
+		ok, err := prepare(l, h, gemmDT)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +194,7 @@ func prepareLinear(l quant.Linear, odt device.DType) (*hostLinear, error) {
 
 // A dequantizer prepares h for l when l is its format's Linear type (ok
 // false otherwise): h.bufs, and h.launch or h.direct.
-type dequantizer func(l quant.Linear, h *hostLinear, odt device.DType) (ok bool, err error)
+type dequantizer func(l quant.Linear, h *hostLinear, gemmDT device.DType) (ok bool, err error)
 
 // dequantizers returns one entry per format (each in its dq_<format>.go
 // beside kernels/dq_<format>.cu); a function, not a variable, so that
@@ -236,11 +236,11 @@ func upload(d device.Device, h *hostLinear) (*devLinear, error) {
 
 // weight returns a device pointer to the GEMM operand: the stored weight
 // itself or its dequantization into scratch.
-func (l *devLinear) weight(d device.Device, scratch device.Ptr, odt device.DType) (device.Ptr, error) {
+func (l *devLinear) weight(d device.Device, scratch device.Ptr, gemmDT device.DType) (device.Ptr, error) {
 	if l.direct {
 		return l.ptrs[0], nil
 	}
-	if err := l.launch(d, l.ptrs, scratch, odt); err != nil {
+	if err := l.launch(d, l.ptrs, scratch, gemmDT); err != nil {
 		return 0, fmt.Errorf("cuda: dequantizing %s (%s): %w", l.module, l.format, err)
 	}
 	return scratch, nil

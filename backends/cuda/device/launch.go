@@ -93,12 +93,12 @@ func LaunchLogitsStats(d Device, logits Ptr, rows, V int, targets, nll, base Ptr
 		base, baseKind, baseAux, kl, int32(topk), top)
 }
 
-// LaunchActQuant fake-quantizes x[rows][cols] (fp32) into out (dtype odt)
+// LaunchActQuant fake-quantizes x[rows][cols] (fp32) into out (dtype gemmDT)
 // with the activation quantizer kind (AQInt8, AQFP8, AQNVFP4), group size
 // gsize (0: per row), dynamic or static scale/zp, symmetric or not, and the
 // NVFP4 global scale gscale (act_quant, actquant.cu: one 128-thread block
 // per row).
-func LaunchActQuant(d Device, out Ptr, odt DType, x Ptr, rows, cols int, kind, gsize, dynamic, sym int32, scale, zp, gscale float32) error {
-	return d.Launch(KActQuant, D1(rows), D1(128), 0, out, int32(odt), x, int32(rows), int32(cols),
+func LaunchActQuant(d Device, out Ptr, gemmDT DType, x Ptr, rows, cols int, kind, gsize, dynamic, sym int32, scale, zp, gscale float32) error {
+	return d.Launch(KActQuant, D1(rows), D1(128), 0, out, int32(gemmDT), x, int32(rows), int32(cols),
 		kind, gsize, dynamic, sym, scale, zp, gscale)
 }

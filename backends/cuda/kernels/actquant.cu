@@ -1,6 +1,6 @@
 // actquant.cu: run-time fake quantization of a Linear's input (formats.md
 // section 8.2), in fp32 instead of float64, writing the quantized-dequantized
-// activation in the GEMM dtype odt.
+// activation in the GEMM dtype gemmDT.
 #include "common.cuh"
 
 #define AQ_INT8 0
@@ -34,7 +34,7 @@ __device__ __forceinline__ float aq_one(float x, float amax, float eff, float zp
 //   dynamic 0: static s (scale) and zp.
 //   A zero scale (all-zero group) gives zeros.
 // Launch: grid rows, block 128. Reference: quant's ActQuantizer.Quantize.
-EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows, int cols, int kind, int gsize,
+EXTERN_C __global__ void act_quant(void *out, int gemmDT, const float *x, int rows, int cols, int kind, int gsize,
 				   int dynamic, int sym, float scale, float zp, float gscale) {
 	__shared__ float red[32];
 	int r = blockIdx.x;
@@ -44,7 +44,7 @@ EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows,
 	const float D = kind == AQ_INT8 ? 127.5f : (kind == AQ_FP8 ? 448.0f : 6.0f);
 	if (!dynamic) {
 		for (int c = threadIdx.x; c < cols; c += blockDim.x)
-			st_dt(out, base + c, scale == 0.0f ? 0.0f : aq_one(xr[c], 0.0f, scale, zp, kind, 0), odt);
+			st_dt(out, base + c, scale == 0.0f ? 0.0f : aq_one(xr[c], 0.0f, scale, zp, kind, 0), gemmDT);
 		return;
 	}
 	if (gsize > 0) { // groups of gsize consecutive columns: one thread per group
@@ -63,7 +63,7 @@ EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows,
 			}
 			for (int c = 0; c < gsize; c++) {
 				float v = (eff == 0.0f) ? 0.0f : aq_one(xg[c], amax, eff, 0.0f, kind, 0);
-				st_dt(out, base + g * gsize + c, v, odt);
+				st_dt(out, base + g * gsize + c, v, gemmDT);
 			}
 		}
 		return;
@@ -86,5 +86,5 @@ EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows,
 		if (eff != 0.0f) z = rintf(fminf(fmaxf(-128.0f - mn / eff, -128.0f), 127.0f));
 	}
 	for (int c = threadIdx.x; c < cols; c += blockDim.x)
-		st_dt(out, base + c, eff == 0.0f ? 0.0f : aq_one(xr[c], amax, eff, z, kind, pin), odt);
+		st_dt(out, base + c, eff == 0.0f ? 0.0f : aq_one(xr[c], amax, eff, z, kind, pin), gemmDT);
 }

@@ -1,7 +1,7 @@
 // dq_awq.cu: AutoAWQ GEMM weights, decoded exactly as package quant
 // (quant/awq.go); the product is exact.
 // Writes the per-Linear scratch W[N][K] (row-major [out][in]) in the GEMM
-// dtype odt, grid-stride over the N*K outputs with no barriers (launched
+// dtype gemmDT, grid-stride over the N*K outputs with no barriers (launched
 // by backends/cuda/dq_awq.go). See common.cuh for the dtype helpers.
 #include "common.cuh"
 
@@ -9,7 +9,7 @@
 // [K/gs][N/8], scales [K/gs][N]; column 8j+c sits in nibble REV[c] of word j.
 //   W[o][i] = (u[i][o] - z[i/gs][o]) * s[i/gs][o]   (exact in f32)
 // Reference: quant's AWQ Linear.Dequantize.
-EXTERN_C __global__ void dq_awq(void *out, int odt, int N, int K, const unsigned *qweight, const unsigned *qzeros,
+EXTERN_C __global__ void dq_awq(void *out, int gemmDT, int N, int K, const unsigned *qweight, const unsigned *qzeros,
 				const void *scales, int sdt, int gs) {
 	long long n = (long long)N * K;
 	for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < n; idx += (long long)gridDim.x * blockDim.x) {
@@ -19,6 +19,6 @@ EXTERN_C __global__ void dq_awq(void *out, int odt, int N, int K, const unsigned
 		int g = i / gs;
 		unsigned z = (qzeros[(size_t)g * (N / 8) + o / 8] >> (nib * 4)) & 15u;
 		float s = ld_dt(scales, (size_t)g * N + o, sdt);
-		st_dt(out, idx, (float)((int)u - (int)z) * s, odt);
+		st_dt(out, idx, (float)((int)u - (int)z) * s, gemmDT);
 	}
 }

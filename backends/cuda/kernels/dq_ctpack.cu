@@ -2,7 +2,7 @@
 // as package quant (quant/ctpack.go): the fp32 product is exact and is
 // rounded to the scale dtype as compressed-tensors' decompressor does.
 // Writes the per-Linear scratch W[N][K] (row-major [out][in]) in the GEMM
-// dtype odt, grid-stride over the N*K outputs with no barriers (launched
+// dtype gemmDT, grid-stride over the N*K outputs with no barriers (launched
 // by backends/cuda/dq_ctpack.go). See common.cuh for the dtype helpers.
 #include "common.cuh"
 
@@ -29,7 +29,7 @@ __device__ __forceinline__ unsigned field(const unsigned *row, long long e, int 
 // column g, same packing kind zvpw); 2 I8 [N][scols] unpacked (legacy);
 // 3 I8 [1] tensor zero point.
 // Reference: quant's CT pack-quantized Linear.Dequantize.
-EXTERN_C __global__ void dq_ct_pack(void *out, int odt, int N, int K, const unsigned *packed, int wpr, int b, int vpw,
+EXTERN_C __global__ void dq_ct_pack(void *out, int gemmDT, int N, int K, const unsigned *packed, int wpr, int b, int vpw,
 				    const void *scale, int sdt, int scols, int gs, const int *gidx, int zmode,
 				    const void *zp, int zvpw) {
 	long long n = (long long)N * K;
@@ -60,7 +60,7 @@ EXTERN_C __global__ void dq_ct_pack(void *out, int odt, int N, int K, const unsi
 			z = ((const signed char *)zp)[0];
 		}
 		float s = ld_dt(scale, (size_t)r * scols + g, sdt);
-		st_dt(out, i, round_dt((float)(q - z) * s, sdt), odt);
+		st_dt(out, i, round_dt((float)(q - z) * s, sdt), gemmDT);
 	}
 }
 

@@ -1,7 +1,7 @@
 // dq_gptq.cu: AutoGPTQ / GPTQModel weights, decoded exactly as package quant
 // (quant/gptq.go); the product is exact.
 // Writes the per-Linear scratch W[N][K] (row-major [out][in]) in the GEMM
-// dtype odt, grid-stride over the N*K outputs with no barriers (launched
+// dtype gemmDT, grid-stride over the N*K outputs with no barriers (launched
 // by backends/cuda/dq_gptq.go). See common.cuh for the dtype helpers.
 #include "common.cuh"
 
@@ -10,7 +10,7 @@
 //   W[o][i] = scales[g][o] * (u[i][o] - (z[g][o] + v1))   g = g_idx[i]  (exact in f32)
 // v1 = 1 for checkpoint_format gptq (the off-by-one), 0 for gptq_v2. b in {2,4,8}.
 // Reference: quant's GPTQ Linear.Dequantize.
-EXTERN_C __global__ void dq_gptq(void *out, int odt, int N, int K, const unsigned *qweight, const unsigned *qzeros,
+EXTERN_C __global__ void dq_gptq(void *out, int gemmDT, int N, int K, const unsigned *qweight, const unsigned *qzeros,
 				 const void *scales, int sdt, const int *gidx, int b, int v1) {
 	long long n = (long long)N * K;
 	int per = 32 / b;
@@ -21,7 +21,7 @@ EXTERN_C __global__ void dq_gptq(void *out, int odt, int N, int K, const unsigne
 		int g = gidx[i];
 		unsigned z = (qzeros[(size_t)g * (N / per) + o / per] >> ((o % per) * b)) & mask;
 		float s = ld_dt(scales, (size_t)g * N + o, sdt);
-		st_dt(out, idx, s * (float)((int)u - ((int)z + v1)), odt);
+		st_dt(out, idx, s * (float)((int)u - ((int)z + v1)), gemmDT);
 	}
 }
 

@@ -1,7 +1,7 @@
 // dq_nvfp4.cu: compressed-tensors nvfp4-pack-quantized weights, decoded
 // exactly as package quant (quant/nvfp4.go).
 // Writes the per-Linear scratch W[N][K] (row-major [out][in]) in the GEMM
-// dtype odt, grid-stride over the N*K outputs with no barriers (launched
+// dtype gemmDT, grid-stride over the N*K outputs with no barriers (launched
 // by backends/cuda/dq_nvfp4.go). See common.cuh for the dtype helpers.
 #include "common.cuh"
 
@@ -11,7 +11,7 @@
 //   W = round_to(rdt, E2M1(code) * (f32(E4M3(scale[r][c/16])) / gscale))  (f32 ops;
 //   rdt is the model dtype CT decompresses to)
 // Reference: quant's NVFP4 Linear.Dequantize.
-EXTERN_C __global__ void dq_nvfp4(void *out, int odt, int N, int K, const unsigned char *packed,
+EXTERN_C __global__ void dq_nvfp4(void *out, int gemmDT, int N, int K, const unsigned char *packed,
 				  const unsigned char *scale, float gscale, int rdt) {
 	long long n = (long long)N * K;
 	int sc = K / 16;
@@ -20,6 +20,6 @@ EXTERN_C __global__ void dq_nvfp4(void *out, int odt, int N, int K, const unsign
 		unsigned byte = packed[(size_t)r * (K / 2) + c / 2];
 		unsigned code = (c & 1) ? byte >> 4 : byte & 15u;
 		float eff = e4m3_to_f32(scale[(size_t)r * sc + c / 16]) / gscale;
-		st_dt(out, i, round_dt(e2m1_to_f32(code) * eff, rdt), odt);
+		st_dt(out, i, round_dt(e2m1_to_f32(code) * eff, rdt), gemmDT);
 	}
 }

@@ -152,7 +152,7 @@ func awqFamily() family {
 			s.AWQ, err = parseAWQ(top)
 			return err
 		},
-		marker: "qweight",
+		markers: []string{"qweight"},
 		open: func(s *Scheme, t tensors, _ *Group) (Linear, error) {
 			a, err := openAWQ(t, s.AWQ)
 			if err != nil {

@@ -72,6 +72,7 @@ type Scheme struct {
 	// GPTQ / AWQ
 	GPTQ *GPTQConfig `json:"gptq,omitempty"`
 	AWQ  *AWQConfig  `json:"awq,omitempty"`
+	FP8  *FP8Config  `json:"fp8,omitempty"` // quant_method fp8
 	// ModelDType is the dtype decoders round NVFP4 outputs to (from
 	// torch_dtype; BF16 when absent).
 	ModelDType string `json:"model_dtype"`

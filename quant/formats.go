@@ -15,12 +15,12 @@ import (
 type family struct {
 	name string // as used in messages, e.g. "GPTQ", "nvfp4"
 
-	// Families with their own quant_method (GPTQ, AWQ): the method value
-	// (lower case), the config parser that fills the Scheme, and the
-	// tensor suffix whose presence marks one of their Linears.
-	method string
-	parse  func(s *Scheme, top map[string]json.RawMessage) error
-	marker string
+	// Families with their own quant_method (GPTQ, AWQ, fp8): the method
+	// value (lower case), the config parser that fills the Scheme, and the
+	// tensor suffixes whose presence marks one of their Linears.
+	method  string
+	parse   func(s *Scheme, top map[string]json.RawMessage) error
+	markers []string
 
 	// compressed-tensors families: the format values whose weight
 	// arguments this family validates (checkArgs), the format values it
@@ -40,14 +40,15 @@ type family struct {
 // a package variable, so that nothing can change how checkpoints decode).
 func families() []family {
 	return []family{
-		denseFamily(),  // dense.go
-		ctPackFamily(), // ctpack.go: pack-quantized int
-		ctIntFamily(),  // ctint.go: int-quantized (W8A8) I8 codes
-		fp8Family(),    // fp8.go: float-quantized / naive-quantized FP8
-		nvfp4Family(),  // nvfp4.go
-		mxfp4Family(),  // mxfp4.go
-		gptqFamily(),   // gptq.go
-		awqFamily(),    // awq.go
+		denseFamily(),     // dense.go
+		ctPackFamily(),    // ctpack.go: pack-quantized int
+		ctIntFamily(),     // ctint.go: int-quantized (W8A8) I8 codes
+		fp8Family(),       // fp8.go: float-quantized / naive-quantized FP8
+		nvfp4Family(),     // nvfp4.go
+		mxfp4Family(),     // mxfp4.go
+		gptqFamily(),      // gptq.go
+		awqFamily(),       // awq.go
+		fp8MethodFamily(), // finegrainedfp8.go: quant_method fp8 (fine-grained block FP8, AutoFP8)
 	}
 }
 
@@ -77,9 +78,21 @@ func ctFormatKnown(f string) bool {
 func linearMarkers() []string {
 	m := []string{"weight", "weight_packed"}
 	for _, f := range families() {
-		if f.marker != "" && !slices.Contains(m, f.marker) {
-			m = append(m, f.marker)
+		for _, k := range f.markers {
+			if !slices.Contains(m, k) {
+				m = append(m, k)
+			}
 		}
 	}
 	return m
+}
+
+// ctTensor reports whether suffix is a tensor compressed-tensors layouts
+// also use, so that its presence does not identify another family.
+func ctTensor(suffix string) bool {
+	switch suffix {
+	case "weight", "weight_packed", "weight_scale":
+		return true
+	}
+	return false
 }

@@ -47,6 +47,12 @@ func (f *FP8) Dequantize(dst []float64) error {
 // NVFP4 is an nvfp4-pack-quantized weight (formats.md §2.2): E2M1 codes,
 
 func openFP8(t tensors, w *Args) (*FP8, error) {
+	return openFP8Scaled(t, w, "weight_scale", "BF16", "F16", "F32")
+}
+
+// openFP8Scaled opens an E4M3 weight whose scales (strategy and block of
+// w) are the tensor scaleSuffix of one of scaleDTypes.
+func openFP8Scaled(t tensors, w *Args, scaleSuffix string, scaleDTypes ...string) (*FP8, error) {
 	ti, codes, err := t.matrix("weight", "F8_E4M3")
 	if err != nil {
 		return nil, err
@@ -57,7 +63,7 @@ func openFP8(t tensors, w *Args) (*FP8, error) {
 			return nil, t.errf(ti, "element [%d,%d] is NaN (0x%02X)", i/in, i%in, b)
 		}
 	}
-	sti, err := t.get("weight_scale", "BF16", "F16", "F32")
+	sti, err := t.get(scaleSuffix, scaleDTypes...)
 	if err != nil {
 		return nil, err
 	}

@@ -182,7 +182,7 @@ func gptqFamily() family {
 			s.GPTQ, err = parseGPTQ(top)
 			return err
 		},
-		marker: "qweight",
+		markers: []string{"qweight"},
 		open: func(s *Scheme, t tensors, _ *Group) (Linear, error) {
 			q, err := openGPTQ(t, s.GPTQ)
 			if err != nil {

@@ -103,16 +103,28 @@ func (s *Scheme) Open(src Source, module string) (Linear, error) {
 
 func (s *Scheme) open(t tensors) (Linear, error) {
 	module := t.module
-	var markedBy []string // families whose marker tensor the module has
-	marker := ""
-	for _, f := range families() {
-		if f.marker == "" || !t.has(f.marker) {
+	fams := families()
+	// A family with its own quant_method opens the modules that have one
+	// of its marker tensors.
+	for _, f := range fams {
+		if f.method == "" || f.method != s.Method {
 			continue
 		}
-		if f.method == s.Method {
-			return f.open(s, t, nil)
+		for _, k := range f.markers {
+			if t.has(k) {
+				return f.open(s, t, nil)
+			}
 		}
-		markedBy, marker = append(markedBy, f.name), f.marker
+	}
+	// A marker only one family uses, under another quant_method.
+	var markedBy []string
+	marker := ""
+	for _, f := range fams {
+		for _, k := range f.markers {
+			if !ctTensor(k) && t.has(k) && (marker == "" || marker == k) {
+				markedBy, marker = append(markedBy, f.name), k
+			}
+		}
 	}
 	if len(markedBy) > 0 {
 		return nil, fmt.Errorf("module %s: has %s (%s) but quant_method is %s", module, marker, strings.Join(markedBy, "/"), s.Method)

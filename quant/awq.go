@@ -50,7 +50,12 @@ func parseAWQ(top map[string]json.RawMessage) (*AWQConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.ToLower(v) != "gemm" {
+	switch strings.ToLower(v) {
+	case "gemm":
+	case "gemv", "gemv_fast":
+		// a different packing of qweight (and scales), not the GEMM one
+		return nil, fmt.Errorf("awq version %q: AutoAWQ's GEMV layout is not evaluated by qppl yet (only GEMM); nothing was computed", v)
+	default:
 		return nil, fmt.Errorf("awq version %q not supported (gemm)", v)
 	}
 	return c, nil
@@ -152,7 +157,9 @@ func awqFamily() family {
 			s.AWQ, err = parseAWQ(top)
 			return err
 		},
-		markers: []string{"qweight"},
+		markers:   []string{"qweight"},
+		sideFiles: []string{"quant_config.json", "quantize_config.json"},
+		claims:    hasAWQKeys,
 		open: func(s *Scheme, t tensors, _ *Group) (Linear, error) {
 			a, err := openAWQ(t, s.AWQ)
 			if err != nil {
@@ -161,4 +168,12 @@ func awqFamily() family {
 			return a, nil
 		},
 	}
+}
+
+// hasAWQKeys reports AutoAWQ's own key names (w_bit, q_group_size), which
+// AutoGPTQ's quantize_config.json never has.
+func hasAWQKeys(top map[string]json.RawMessage) bool {
+	_, w := top["w_bit"]
+	_, g := top["q_group_size"]
+	return w || g
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,12 +84,71 @@ type Scheme struct {
 	source        string // name for error messages
 }
 
-// Parse reads cfg.QuantizationConfig; a nil config gives the dense scheme.
+// Parse reads cfg.QuantizationConfig or, when config.json has none, the
+// quantization settings file beside it (cfg.QuantizationFiles, in the order
+// of checkpoint.QuantizationSideFiles); neither gives the dense scheme.
 func Parse(cfg *checkpoint.Config) (*Scheme, error) {
 	if cfg == nil {
 		return ParseJSON(nil, "", "config.json")
 	}
+	if cfg.QuantizationConfig == nil && len(cfg.QuantizationFiles) > 0 {
+		return parseSideFile(cfg)
+	}
 	return ParseJSON(cfg.QuantizationConfig, cfg.TorchDtype, "config.json")
+}
+
+// parseSideFile parses the first quantization settings file present, with
+// the family its quant_method names or, without one, the family that
+// claims the file (docs/formats/side-configs.md).
+func parseSideFile(cfg *checkpoint.Config) (*Scheme, error) {
+	for _, name := range checkpoint.QuantizationSideFiles() {
+		raw, ok := cfg.QuantizationFiles[name]
+		if !ok {
+			continue
+		}
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &top); err != nil {
+			return nil, fmt.Errorf("%s: not a JSON object: %v", name, err)
+		}
+		method, err := str(top, "quant_method", "")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		var f family
+		found := false
+		if method != "" {
+			if f, found = methodFamily(strings.ToLower(method)); !found {
+				return nil, fmt.Errorf("%s: unsupported quant_method %q (supported here: %s)", name, method, strings.Join(sideMethods(name), ", "))
+			}
+		} else {
+			for _, fam := range families() {
+				if slices.Contains(fam.sideFiles, name) && (fam.claims == nil || fam.claims(top)) {
+					f, found = fam, true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("%s: no quant_method, and its keys fit no format that writes this file (%s)", name, strings.Join(sideMethods(name), ", "))
+			}
+		}
+		s := &Scheme{Method: f.method, ModelDType: modelDType(cfg.TorchDtype), source: name}
+		if err := f.parse(s, top); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		return s, nil
+	}
+	return ParseJSON(nil, cfg.TorchDtype, "config.json")
+}
+
+// sideMethods lists the quant_method of the families that write file.
+func sideMethods(file string) []string {
+	var m []string
+	for _, f := range families() {
+		if slices.Contains(f.sideFiles, file) {
+			m = append(m, f.method)
+		}
+	}
+	return m
 }
 
 // ParseJSON parses a raw quantization_config object (nil or "null" gives the
@@ -225,14 +285,14 @@ func (s *Scheme) parseCT(top map[string]json.RawMessage) error {
 		}
 	}
 	if v := top["transform_config"]; !isEmptyObject(v) {
-		return fmt.Errorf("non-empty transform_config (online rotations) is not supported")
+		return fmt.Errorf("non-empty transform_config (online Hadamard rotations, SpinQuant/QuIP-style) is not evaluated by qppl yet; nothing was computed")
 	}
 	if v := top["sparsity_config"]; !isEmptyObject(v) {
 		var sp map[string]json.RawMessage
 		_ = json.Unmarshal(v, &sp)
 		f, _ := str(sp, "format", "")
 		if f != "dense" {
-			return fmt.Errorf("sparse formats are not supported (sparsity_config format %q)", f)
+			return fmt.Errorf("sparsity_config: sparse formats are not supported (format %q, e.g. 2:4 sparsity): qppl does not evaluate them yet; nothing was computed", f)
 		}
 	}
 	if v := top["kv_cache_scheme"]; !isNull(v) {

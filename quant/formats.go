@@ -21,6 +21,12 @@ type family struct {
 	method  string
 	parse   func(s *Scheme, top map[string]json.RawMessage) error
 	markers []string
+	// sideFiles are the files beside config.json (one of
+	// checkpoint.QuantizationSideFiles) that hold this family's settings
+	// when config.json has none; claims, when set, decides from a file's
+	// keys whether it is this family's (a file without quant_method).
+	sideFiles []string
+	claims    func(top map[string]json.RawMessage) bool
 
 	// compressed-tensors families: the format values whose weight
 	// arguments this family validates (checkArgs), the format values it

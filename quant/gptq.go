@@ -183,6 +183,9 @@ func gptqFamily() family {
 			return err
 		},
 		markers: []string{"qweight"},
+		// AutoGPTQ's quantize_config.json (AutoAWQ's when it has AWQ keys)
+		sideFiles: []string{"quantize_config.json"},
+		claims:    func(top map[string]json.RawMessage) bool { return !hasAWQKeys(top) },
 		open: func(s *Scheme, t tensors, _ *Group) (Linear, error) {
 			q, err := openGPTQ(t, s.GPTQ)
 			if err != nil {

@@ -69,7 +69,7 @@ func TestSchemesAgainstReference(t *testing.T) {
 // fixture has several groups (and act-order permutes across them).
 func groupSize(scheme string) int {
 	switch scheme {
-	case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK":
+	case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG":
 		return 32
 	}
 	return 0

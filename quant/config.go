@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -59,7 +58,7 @@ type Group struct {
 	Format  string   `json:"format"` // group format ?? top-level format
 	// targets split by kind, for matching
 	exact   map[string]bool
-	regexes []*regexp.Regexp
+	regexes []*pyRegex
 	classes []string
 }
 
@@ -79,7 +78,7 @@ type Scheme struct {
 	ModelDType string `json:"model_dtype"`
 
 	ignoreExact   map[string]bool
-	ignoreRegexes []*regexp.Regexp
+	ignoreRegexes []*pyRegex
 	ignoreClasses []string
 	source        string // name for error messages
 }
@@ -376,13 +375,13 @@ func supportedMethods() []string {
 	return m
 }
 
-func splitTargets(list []string) (exact map[string]bool, res []*regexp.Regexp, classes []string, err error) {
+func splitTargets(list []string) (exact map[string]bool, res []*pyRegex, classes []string, err error) {
 	exact = map[string]bool{}
 	for _, t := range list {
 		switch {
 		case strings.HasPrefix(t, "re:"):
-			// Python re.match: anchored at the start only.
-			re, e := regexp.Compile(`^(?:` + t[3:] + `)`)
+			// Python re.match: anchored at the start only (pyregex.go).
+			re, e := compilePyRegex(t[3:])
 			if e != nil {
 				return nil, nil, nil, fmt.Errorf("regex %q: %v", t, e)
 			}
@@ -691,9 +690,9 @@ func (s *Scheme) groupFor(module string) *Group {
 	return nil
 }
 
-func anyMatch(res []*regexp.Regexp, s string) bool {
+func anyMatch(res []*pyRegex, s string) bool {
 	for _, re := range res {
-		if re.MatchString(s) {
+		if re.match(s) {
 			return true
 		}
 	}

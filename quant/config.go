@@ -295,7 +295,7 @@ func (s *Scheme) parseCT(top map[string]json.RawMessage) error {
 		}
 	}
 	if v := top["kv_cache_scheme"]; !isNull(v) {
-		return fmt.Errorf("kv_cache_scheme (quantized KV cache) is not supported")
+		return fmt.Errorf("kv_cache_scheme: a quantized KV cache is not evaluated by qppl yet; nothing was computed")
 	}
 	var err error
 	if s.Format, err = str(top, "format", "fakequant"); err != nil {

@@ -66,6 +66,10 @@ func parseFP8Method(top map[string]json.RawMessage) (*FP8Config, error) {
 			return nil, fmt.Errorf("activation_scheme %q with weight_block_size: block FP8 only has dynamic activations", c.ActivationScheme)
 		}
 	}
+	if v := top["kv_cache_scheme"]; !isNull(v) {
+		// AutoFP8 writes "static" with k/v output scales
+		return nil, fmt.Errorf("kv_cache_scheme %s: a quantized KV cache is not evaluated by qppl yet; nothing was computed", clip(v))
+	}
 	for _, k := range []string{"modules_to_not_convert", "ignored_layers"} {
 		if v := top[k]; !isNull(v) {
 			var l []string

@@ -431,6 +431,9 @@ func preset(name string) (w, in *Args, ok bool) {
 			&Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "tensor_group", GroupSize: 16, Dynamic: true, DynamicLocal: true, ScaleDType: "torch.float8_e4m3fn"}, true
 	case "MXFP4A16":
 		return &Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "group", GroupSize: 32, ScaleDType: "torch.uint8"}, nil, true
+	case "MXFP4":
+		return &Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "group", GroupSize: 32, ScaleDType: "torch.uint8"},
+			&Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "group", GroupSize: 32, Dynamic: true, ScaleDType: "torch.uint8"}, true
 	}
 	return nil, nil, false
 }
@@ -651,8 +654,8 @@ func parseArgs(raw json.RawMessage, act bool) (*Args, error) {
 }
 
 func checkInputArgs(a *Args) error {
-	if strings.Contains(a.ScaleDType, "uint8") || (a.Type == "float" && a.NumBits == 4 && a.GroupSize == 32) {
-		return fmt.Errorf("MX activation scales are not supported")
+	if isMX(a) {
+		return checkMXInputArgs(a)
 	}
 	if a.Type == "float" && a.NumBits == 4 && (a.Strategy != "tensor_group" || a.GroupSize != 16) {
 		return fmt.Errorf("fp4 activations need strategy tensor_group with group_size 16")

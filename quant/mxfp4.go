@@ -1,6 +1,10 @@
 package quant
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
 // MXFP4 is an mxfp4-pack-quantized weight: E2M1 codes packed like NVFP4 and
 // one E8M0 scale 2^(e-127) per 32 columns. The product is exact.
@@ -90,4 +94,34 @@ func mxfp4Family() family {
 			return m, nil
 		},
 	}
+}
+
+// isMX reports MX arguments: E8M0 scales (scale_dtype uint8) or float
+// 4-bit values in groups of 32 (compressed-tensors' is_mx).
+func isMX(a *Args) bool {
+	return strings.Contains(a.ScaleDType, "uint8") || (a.Type == "float" && a.NumBits == 4 && a.GroupSize == 32)
+}
+
+// checkMXInputArgs accepts MX activations as compressed-tensors' MXFP4
+// preset writes them: dynamic, symmetric, float 4-bit groups of 32.
+func checkMXInputArgs(a *Args) error {
+	if a.Type != "float" || a.NumBits != 4 || a.Strategy != "group" || a.GroupSize != 32 || !a.Dynamic || !a.Symmetric {
+		return fmt.Errorf("MX activations need dynamic symmetric float 4-bit groups of 32 (have %s %d-bit, strategy %s, group %d, dynamic %v)",
+			a.Type, a.NumBits, a.Strategy, a.GroupSize, a.Dynamic)
+	}
+	return nil
+}
+
+// MXScale is the E8M0 scale compressed-tensors gives a group whose largest
+// magnitude is amax > 0 (generate_mxfp4_scales): amax rounded to a power of
+// two p, up when its significand is at least 1.75 (round_to_power_2 adds
+// 2^5 to the bf16 bits and keeps sign and exponent), then 2^(log2 p - 2),
+// the exponent clamped to the E8M0 range [-127, 128].
+func MXScale(amax float64) float64 {
+	frac, k := math.Frexp(amax) // amax = frac·2^k, frac in [0.5, 1)
+	e := k - 1
+	if frac >= 0.875 { // significand 2·frac >= 1.75
+		e++
+	}
+	return math.Ldexp(1, min(128, max(-127, e-2)))
 }

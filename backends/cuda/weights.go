@@ -117,6 +117,11 @@ func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
 		p.kind = device.AQInt8
 	case quant.ActFP8:
 		p.kind = device.AQFP8
+	case quant.ActMXFP4:
+		p.kind = device.AQMXFP4
+		if q.Strategy != "group" || q.GroupSize != 32 || !q.Dynamic || !q.Symmetric {
+			return nil, fmt.Errorf("cuda: %s: MXFP4 activations need dynamic symmetric groups of 32 (have %s, group %d)", module, q.Strategy, q.GroupSize)
+		}
 	case quant.ActFP4:
 		p.kind = device.AQNVFP4
 		if q.Strategy != "tensor_group" && q.Strategy != "group" || q.GroupSize != 16 || !q.Dynamic || !q.Symmetric {

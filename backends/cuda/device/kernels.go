@@ -101,4 +101,5 @@ const (
 	AQInt8  = 0
 	AQFP8   = 1
 	AQNVFP4 = 2
+	AQMXFP4 = 3
 )

@@ -3,6 +3,8 @@ package quant
 import "github.com/qppl/qppl/checkpoint"
 
 // weight: signed codes stored as I8, one per element (formats.md §2.4).
+// UnpackedInt is a compressed-tensors int-quantized (or naive-quantized int)
+// weight: signed codes stored as I8, one per element (formats.md §2.4).
 type UnpackedInt struct {
 	Base
 	IntParams

@@ -4,6 +4,7 @@ import (
 	"fmt"
 )
 
+// PackedInt is a compressed-tensors pack-quantized weight (formats.md §2.1):
 // each row's offset-binary codes u = q + 2^(Bits-1) packed into little-endian
 // 32-bit words.
 type PackedInt struct {

@@ -6,6 +6,8 @@ import (
 	"github.com/qppl/qppl/checkpoint"
 )
 
+// FP8 is a float-quantized / naive-quantized FP8 E4M3 weight (formats.md
+// §2.3): W[r,c] = RoundDType(ScaleDType, e4m3(Codes[r,c]) *
 // Scale[(r/BlockRows)*ScaleCols + c/BlockCols]).
 type FP8 struct {
 	Base

@@ -7,6 +7,9 @@ import (
 // This file holds what the compressed-tensors integer families (ctpack.go,
 // ctint.go) share: scales, zero points and g_idx, and the bit packing.
 
+// IntParams are the scale, zero-point and group parameters shared by the
+// integer formats (compressed-tensors pack-quantized and int-quantized).
+//
 // The weight is W[r,c] = RoundDType(ScaleDType, (q[r,c] - Zero[r*Groups+g]) *
 // Scale[r*Groups+g]) where q is the signed code and g is GIdx[c] when GIdx is
 // set, else c/GroupSize (0 for tensor and channel strategies).

@@ -5,6 +5,7 @@ import (
 	"math"
 )
 
+// NVFP4 is an nvfp4-pack-quantized weight (formats.md §2.2): E2M1 codes,
 // low nibble first, per-16 E4M3 scales divided by the global scale:
 // W = RoundDType(OutDType, f32(e2m1 * f32(e4m3(s) / GlobalScale))).
 type NVFP4 struct {

@@ -653,6 +653,7 @@ func parseArgs(raw json.RawMessage, act bool) (*Args, error) {
 	return a, nil
 }
 
+// checkInputArgs applies formats.md §8.8 item 6 (MX inputs: mxfp4.go).
 func checkInputArgs(a *Args) error {
 	if isMX(a) {
 		return checkMXInputArgs(a)
@@ -671,6 +672,10 @@ func checkInputArgs(a *Args) error {
 	}
 	return nil
 }
+
+// groupFor returns the config group that targets module (a Linear), or nil
+// when none does or the module is ignored. Priority: exact name, regex,
+// class name; ties go to the first group in sorted name order.
 func (s *Scheme) groupFor(module string) *Group {
 	if s.ignoreExact[module] || anyMatch(s.ignoreRegexes, module) || matchesClass(s.ignoreClasses) {
 		return nil

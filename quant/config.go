@@ -73,6 +73,8 @@ type Scheme struct {
 	GPTQ *GPTQConfig `json:"gptq,omitempty"`
 	AWQ  *AWQConfig  `json:"awq,omitempty"`
 	FP8  *FP8Config  `json:"fp8,omitempty"` // quant_method fp8
+	// ModelOpt is a quant_method modelopt / hf_quant_config.json config.
+	ModelOpt *ModelOptConfig `json:"modelopt,omitempty"`
 	// ModelDType is the dtype decoders round NVFP4 outputs to (from
 	// torch_dtype; BF16 when absent).
 	ModelDType string `json:"model_dtype"`

@@ -55,6 +55,7 @@ func families() []family {
 		gptqFamily(),      // gptq.go
 		awqFamily(),       // awq.go
 		fp8MethodFamily(), // finegrainedfp8.go: quant_method fp8 (fine-grained block FP8, AutoFP8)
+		modelOptFamily(),  // modelopt.go: NVIDIA ModelOpt NVFP4 and FP8
 	}
 }
 

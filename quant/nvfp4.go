@@ -12,8 +12,12 @@ type NVFP4 struct {
 	Base
 	Packed      []byte  // [Out][In/2]; byte n holds element 2n (low nibble) and 2n+1 (high)
 	Scales      []byte  // [Out][In/16] float8_e4m3fn
-	GlobalScale float32 // weight_global_scale (a divisor)
+	GlobalScale float32 // weight_global_scale (a divisor), or ModelOpt's weight_scale_2 when Scale2
 	OutDType    string  // dtype the decoded weight is rounded to (the model dtype)
+	// Scale2 says GlobalScale multiplies the block scales (ModelOpt's
+	// weight_scale_2): W = RoundDType(OutDType, f32(e2m1 * f32(e4m3(s) *
+	// GlobalScale))) (modelopt.go).
+	Scale2 bool
 }
 
 // Dequantize implements Linear.
@@ -27,6 +31,9 @@ func (n *NVFP4) Dequantize(dst []float64) error {
 	for r := 0; r < n.Out; r++ {
 		for g := 0; g < sixteenth; g++ {
 			eff := RoundF32(DecodeE4M3(n.Scales[r*sixteenth+g]) / gs)
+			if n.Scale2 {
+				eff = RoundF32(DecodeE4M3(n.Scales[r*sixteenth+g]) * gs)
+			}
 			for code := range lut {
 				lut[code] = RoundDType(n.OutDType, RoundF32(DecodeE2M1(byte(code))*eff))
 			}
@@ -42,7 +49,13 @@ func (n *NVFP4) Dequantize(dst []float64) error {
 }
 
 func openNVFP4(t tensors, outDType string) (*NVFP4, error) {
-	pti, err := t.get("weight_packed", "U8")
+	return openNVFP4Tensors(t, outDType, "weight_packed", "weight_global_scale")
+}
+
+// openNVFP4Tensors opens packed E2M1 codes (tensor packedName), E4M3
+// weight_scale per 16 and the F32 per-tensor scale globalName.
+func openNVFP4Tensors(t tensors, outDType, packedName, globalName string) (*NVFP4, error) {
+	pti, err := t.get(packedName, "U8")
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +73,12 @@ func openNVFP4(t tensors, outDType string) (*NVFP4, error) {
 	if err := t.shape(sti, out, in/16); err != nil {
 		return nil, err
 	}
-	gti, err := t.get("weight_global_scale", "F32")
+	gti, err := t.get(globalName, "F32")
 	if err != nil {
 		return nil, err
 	}
 	if numel(gti.Shape) != 1 {
-		return nil, t.errf(gti, "shape %v, want [1]", gti.Shape)
+		return nil, t.errf(gti, "shape %v, want [1] (or [])", gti.Shape)
 	}
 	gsv, err := t.scales(gti)
 	if err != nil {

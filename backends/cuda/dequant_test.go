@@ -139,6 +139,11 @@ func linearCases(rng *rand.Rand) []quant.Linear {
 		ls = append(ls, &quant.NVFP4{Base: base("nvfp4-"+odt, 5, 64), Packed: randBytes(rng, 5*32, nil),
 			Scales: randBytes(rng, 5*4, notNaN), GlobalScale: float32(896 + rng.Float64()*100), OutDType: odt})
 	}
+	// ModelOpt NVFP4: weight_scale_2 multiplies the block scales
+	for _, odt := range []string{"BF16", "F16"} {
+		ls = append(ls, &quant.NVFP4{Base: base("modelopt-nvfp4-"+odt, 5, 64), Packed: randBytes(rng, 5*32, nil),
+			Scales: randBytes(rng, 5*4, notNaN), GlobalScale: float32(0.001 + rng.Float64()*0.01), OutDType: odt, Scale2: true})
+	}
 	ls = append(ls, &quant.MXFP4{Base: base("mxfp4", 4, 64), Packed: randBytes(rng, 4*32, nil),
 		Scales: randBytes(rng, 4*2, func(b byte) bool { return b > 100 && b < 140 })})
 	for _, c := range []struct {

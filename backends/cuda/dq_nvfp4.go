@@ -20,16 +20,20 @@ func prepareNVFP4(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	}
 	h.bufs = [][]byte{q.Packed, q.Scales}
 	N, K := int32(h.out), int32(h.in)
-	gscale := q.GlobalScale
+	gscale, scale2 := q.GlobalScale, int32(0)
+	if q.Scale2 {
+		scale2 = 1
+	}
 	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
-		return launchDqNVFP4(d, dst, gemmDT, N, K, p[0], p[1], gscale, rdt)
+		return launchDqNVFP4(d, dst, gemmDT, N, K, p[0], p[1], gscale, scale2, rdt)
 	}
 	return true, nil
 }
 
 // launchDqNVFP4 decodes packed E2M1 codes [N][K/2] with E4M3 scales
-// [N][K/16] divided by gscale, rounded to the model dtype rdt.
-func launchDqNVFP4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, scale device.Ptr, gscale float32, rdt device.DType) error {
+// [N][K/16] divided by gscale (multiplied when scale2 is 1: ModelOpt's
+// weight_scale_2), rounded to the model dtype rdt.
+func launchDqNVFP4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, scale device.Ptr, gscale float32, scale2 int32, rdt device.DType) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_nvfp4", g, b, 0, out, int32(gemmDT), N, K, packed, scale, gscale, int32(rdt))
+	return d.Launch("dq_nvfp4", g, b, 0, out, int32(gemmDT), N, K, packed, scale, gscale, scale2, int32(rdt))
 }

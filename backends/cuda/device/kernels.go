@@ -52,7 +52,7 @@ func Kernels() map[string]KernelInfo {
 		"dq_ct_pack": {"piiipiiipiiipipi", "dq_ctpack"},
 		"dq_int8":    {"piiippiiiip", "dq_ctint"},
 		"dq_fp8":     {"piiippiiii", "dq_fp8"},
-		"dq_nvfp4":   {"piiippfi", "dq_nvfp4"},
+		"dq_nvfp4":   {"piiippfii", "dq_nvfp4"},
 		"dq_mxfp4":   {"piiipp", "dq_mxfp4"},
 		"dq_gptq":    {"piiipppipii", "dq_gptq"},
 		"dq_awq":     {"piiipppii", "dq_awq"},

@@ -24,7 +24,7 @@ func TestModelOptWorkedExample(t *testing.T) {
 	packed := make([]byte, 8)
 	packed[0] = 0xF3
 	src := newMem().add("m.weight", "U8", []int{1, 8}, packed).
-		add("m.weight_scale", "F8_E4M3", []int{1, 1}, []byte{0x3C}).                              // E4M3 1.5
+		add("m.weight_scale", "F8_E4M3", []int{1, 1}, []byte{0x3C}).                                       // E4M3 1.5
 		add("m.weight_scale_2", "F32", []int{}, floats("F32", float64(math.Float32frombits(0x3DCCCCCD)))). // f32 0.1
 		add("m.input_scale", "F32", []int{}, floats("F32", 0.5))
 	l, w := decode(t, s, src, "m")

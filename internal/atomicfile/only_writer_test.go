@@ -20,6 +20,7 @@ func TestOnlyFileWriter(t *testing.T) {
 		"compare/store.go":         "a streaming store (too large to hold): written to a temporary file, fsync'd and renamed on Close like Write",
 		"dataset/hub/client.go":    "a resumable download: bytes are appended to blob.incomplete (HTTP Range) and renamed when complete and verified",
 		"dataset/hub/lock_unix.go": "a lock file, never read for its content",
+		"cmd/qppl/app.go":          "the output-directory write probe: an empty temporary file, removed at once",
 	}
 	re := regexp.MustCompile(`\bos\.(WriteFile|Create|CreateTemp|OpenFile)\(|\bioutil\.WriteFile\(`)
 	root := filepath.Join("..", "..")

@@ -62,7 +62,9 @@ func Resolve(c *checkpoint.Config) (*checkpoint.Config, error) {
 	}
 	name := c.Path
 	r := checkpoint.NewConfigReader(name, c.Raw)
-	out := &checkpoint.Config{Raw: c.Raw, Path: c.Path, Resolved: true}
+	// QuantizationFiles come from beside config.json (checkpoint.OpenDir),
+	// not from Raw: carried over as they are.
+	out := &checkpoint.Config{Raw: c.Raw, Path: c.Path, Resolved: true, QuantizationFiles: c.QuantizationFiles}
 	out.ModelType = r.Str("model_type", "")
 	if err := r.Err(); err != nil {
 		return nil, err

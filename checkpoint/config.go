@@ -54,6 +54,11 @@ type Config struct {
 	// QuantizationKey is "quantization_config" or "compression_config"
 	// (legacy), whichever supplied QuantizationConfig; "" when absent.
 	QuantizationKey string
+	// QuantizationFiles holds the quantization settings files found beside
+	// config.json (QuantizationSideFiles: name → content, each a JSON
+	// object), read by OpenDir only when config.json has no
+	// quantization_config; package quant decides what they mean.
+	QuantizationFiles map[string]json.RawMessage
 	// Raw holds every top-level key of config.json as found.
 	Raw map[string]json.RawMessage
 	// MoE describes a mixture-of-experts MLP; nil for a dense model.

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,11 @@ func OpenDir(dir string) (*Model, error) {
 	cfg, err := ParseConfig(data, cfgPath)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.QuantizationConfig == nil {
+		if err := readQuantizationFiles(dir, cfg); err != nil {
+			return nil, err
+		}
 	}
 	m := &Model{Dir: dir, Config: cfg, tensors: make(map[string]TensorInfo), owner: make(map[string]*File)}
 	if err := m.openTensors(); err != nil {
@@ -287,4 +293,37 @@ func (ix *Index) countIn(shard string) int {
 		}
 	}
 	return n
+}
+
+// QuantizationSideFiles lists the files beside config.json in which
+// quantizers without a quantization_config left their settings: AutoGPTQ's
+// quantize_config.json, AutoAWQ's quant_config.json, NVIDIA ModelOpt's
+// hf_quant_config.json (as vLLM's get_quant_config finds them).
+func QuantizationSideFiles() []string {
+	return []string{"quantize_config.json", "quant_config.json", "hf_quant_config.json"}
+}
+
+// readQuantizationFiles loads the QuantizationSideFiles present in dir into
+// cfg.QuantizationFiles; each must be a JSON object.
+func readQuantizationFiles(dir string, cfg *Config) error {
+	for _, name := range QuantizationSideFiles() {
+		p := filepath.Join(dir, name)
+		data, err := readSmallFile(p, ErrConfig)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		t := bytes.TrimSpace(data)
+		var obj map[string]json.RawMessage
+		if len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &obj) != nil {
+			return fmt.Errorf("%w: %s: not a JSON object", ErrConfig, p)
+		}
+		if cfg.QuantizationFiles == nil {
+			cfg.QuantizationFiles = map[string]json.RawMessage{}
+		}
+		cfg.QuantizationFiles[name] = append(json.RawMessage(nil), t...)
+	}
+	return nil
 }

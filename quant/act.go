@@ -16,6 +16,9 @@ const (
 	ActInt = "int" // signed integer grid, RHE
 	ActFP8 = "fp8" // float8 E4M3, RNE
 	ActFP4 = "fp4" // NVFP4: E2M1 codes, E4M3 local scales over a global scale
+	// ActMXFP4 is MXFP4: E2M1 codes, one power-of-two (E8M0) scale per 32
+	// (MXScale).
+	ActMXFP4 = "mxfp4"
 )
 
 // ActQuant is the run-time input quantizer of formats.md §8.2 (the
@@ -32,7 +35,7 @@ const (
 // fixtures/quantizer's end-to-end tests on the BF16 qwen2 fixture and the
 // trained tiny-wt2-mistral model).
 type ActQuant struct {
-	Kind        string  // ActInt, ActFP8 or ActFP4
+	Kind        string  // ActInt, ActFP8, ActFP4 or ActMXFP4
 	Bits        int     // int: 1..8 (8 in practice); fp8: 8; fp4: 4
 	Strategy    string  // "token" (one scale per row), "tensor" (whole input), "group"/"tensor_group" (GroupSize columns of one row)
 	GroupSize   int     // columns per group for group/tensor_group
@@ -48,7 +51,7 @@ func (a *ActQuant) grid() (qmin, qmax, d float64) {
 	switch a.Kind {
 	case ActFP8:
 		return -E4M3Max, E4M3Max, E4M3Max
-	case ActFP4:
+	case ActFP4, ActMXFP4:
 		return -6, 6, 6
 	}
 	qmin = -math.Ldexp(1, a.Bits-1)
@@ -60,6 +63,8 @@ func (a *ActQuant) describe() string {
 	switch a.Kind {
 	case ActFP4:
 		return "a-nvfp4"
+	case ActMXFP4:
+		return "a-mxfp4"
 	case ActFP8:
 		if !a.Dynamic {
 			return "a-fp8-static"
@@ -134,6 +139,8 @@ func (a *ActQuant) fakequant(x []float64) {
 		if s == 0 {
 			s = 0.125
 		}
+	} else if a.Kind == ActMXFP4 && amax > 0 {
+		s = MXScale(amax)
 	} else if s == 0 {
 		// Only an all-zero group has s == 0; any eps gives xq = 0.
 		for i := range x {
@@ -161,7 +168,7 @@ func (a *ActQuant) fakequant(x []float64) {
 			q = math.RoundToEven(y)
 		case ActFP8:
 			q = RoundE4M3(y)
-		case ActFP4:
+		case ActFP4, ActMXFP4:
 			q = DecodeE2M1(RoundE2M1(y))
 		}
 		if !a.Symmetric {
@@ -190,6 +197,8 @@ func openAct(t tensors, a *Args, in int) (*ActQuant, error) {
 		q.Kind = ActInt
 	case a.Type == "float" && a.NumBits == 8:
 		q.Kind = ActFP8
+	case a.Type == "float" && a.NumBits == 4 && isMX(a):
+		q.Kind = ActMXFP4
 	case a.Type == "float" && a.NumBits == 4:
 		q.Kind = ActFP4
 	default:

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,27 +58,10 @@ type Group struct {
 	Format  string   `json:"format"` // group format ?? top-level format
 	// targets split by kind, for matching
 	exact   map[string]bool
-	regexes []*regexp.Regexp
+	regexes []*pyRegex
 	classes []string
 }
 
-// GPTQConfig is a quant_method "gptq" config.
-type GPTQConfig struct {
-	Bits      int  `json:"bits"`
-	GroupSize int  `json:"group_size"` // -1 = one group over in
-	DescAct   bool `json:"desc_act"`
-	Sym       bool `json:"sym"`
-	V2        bool `json:"v2"` // checkpoint_format gptq_v2
-}
-
-// AWQConfig is a quant_method "awq" (GEMM) config.
-type AWQConfig struct {
-	Bits      int  `json:"bits"`
-	GroupSize int  `json:"group_size"`
-	ZeroPoint bool `json:"zero_point"`
-}
-
-// Scheme is a parsed quantization_config (or the absence of one).
 type Scheme struct {
 	Method string `json:"method"`
 	// compressed-tensors
@@ -89,22 +72,84 @@ type Scheme struct {
 	// GPTQ / AWQ
 	GPTQ *GPTQConfig `json:"gptq,omitempty"`
 	AWQ  *AWQConfig  `json:"awq,omitempty"`
+	FP8  *FP8Config  `json:"fp8,omitempty"` // quant_method fp8
+	// ModelOpt is a quant_method modelopt / hf_quant_config.json config.
+	ModelOpt *ModelOptConfig `json:"modelopt,omitempty"`
 	// ModelDType is the dtype decoders round NVFP4 outputs to (from
 	// torch_dtype; BF16 when absent).
 	ModelDType string `json:"model_dtype"`
 
 	ignoreExact   map[string]bool
-	ignoreRegexes []*regexp.Regexp
+	ignoreRegexes []*pyRegex
 	ignoreClasses []string
 	source        string // name for error messages
 }
 
-// Parse reads cfg.QuantizationConfig; a nil config gives the dense scheme.
+// Parse reads cfg.QuantizationConfig or, when config.json has none, the
+// quantization settings file beside it (cfg.QuantizationFiles, in the order
+// of checkpoint.QuantizationSideFiles); neither gives the dense scheme.
 func Parse(cfg *checkpoint.Config) (*Scheme, error) {
 	if cfg == nil {
 		return ParseJSON(nil, "", "config.json")
 	}
+	if cfg.QuantizationConfig == nil && len(cfg.QuantizationFiles) > 0 {
+		return parseSideFile(cfg)
+	}
 	return ParseJSON(cfg.QuantizationConfig, cfg.TorchDtype, "config.json")
+}
+
+// parseSideFile parses the first quantization settings file present, with
+// the family its quant_method names or, without one, the family that
+// claims the file (docs/formats/side-configs.md).
+func parseSideFile(cfg *checkpoint.Config) (*Scheme, error) {
+	for _, name := range checkpoint.QuantizationSideFiles() {
+		raw, ok := cfg.QuantizationFiles[name]
+		if !ok {
+			continue
+		}
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &top); err != nil {
+			return nil, fmt.Errorf("%s: not a JSON object: %v", name, err)
+		}
+		method, err := str(top, "quant_method", "")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		var f family
+		found := false
+		if method != "" {
+			if f, found = methodFamily(strings.ToLower(method)); !found {
+				return nil, fmt.Errorf("%s: unsupported quant_method %q (supported here: %s)", name, method, strings.Join(sideMethods(name), ", "))
+			}
+		} else {
+			for _, fam := range families() {
+				if slices.Contains(fam.sideFiles, name) && (fam.claims == nil || fam.claims(top)) {
+					f, found = fam, true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("%s: no quant_method, and its keys fit no format that writes this file (%s)", name, strings.Join(sideMethods(name), ", "))
+			}
+		}
+		s := &Scheme{Method: f.method, ModelDType: modelDType(cfg.TorchDtype), source: name}
+		if err := f.parse(s, top); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		return s, nil
+	}
+	return ParseJSON(nil, cfg.TorchDtype, "config.json")
+}
+
+// sideMethods lists the quant_method of the families that write file.
+func sideMethods(file string) []string {
+	var m []string
+	for _, f := range families() {
+		if slices.Contains(f.sideFiles, file) {
+			m = append(m, f.method)
+		}
+	}
+	return m
 }
 
 // ParseJSON parses a raw quantization_config object (nil or "null" gives the
@@ -130,26 +175,24 @@ func ParseJSON(raw []byte, torchDType, name string) (*Scheme, error) {
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	switch strings.ToLower(method) {
-	case MethodCT, "sparseml":
+	m := strings.ToLower(method)
+	switch {
+	case m == MethodCT || m == "sparseml":
 		s.Method = MethodCT
 		if err := s.parseCT(top); err != nil {
 			return nil, fail("%v", err)
 		}
-	case MethodGPTQ:
-		s.Method = MethodGPTQ
-		if s.GPTQ, err = parseGPTQ(top); err != nil {
-			return nil, fail("%v", err)
-		}
-	case MethodAWQ:
-		s.Method = MethodAWQ
-		if s.AWQ, err = parseAWQ(top); err != nil {
-			return nil, fail("%v", err)
-		}
-	case "":
+	case m == "":
 		return nil, fail("quant_method missing")
 	default:
-		return nil, fail("unsupported quant_method %q (supported: compressed-tensors, gptq, awq)", method)
+		f, ok := methodFamily(m)
+		if !ok {
+			return nil, fail("unsupported quant_method %q (supported: %s)", method, strings.Join(supportedMethods(), ", "))
+		}
+		s.Method = f.method
+		if err := f.parse(s, top); err != nil {
+			return nil, fail("%v", err)
+		}
 	}
 	return s, nil
 }
@@ -243,18 +286,18 @@ func (s *Scheme) parseCT(top map[string]json.RawMessage) error {
 		}
 	}
 	if v := top["transform_config"]; !isEmptyObject(v) {
-		return fmt.Errorf("non-empty transform_config (online rotations) is not supported")
+		return fmt.Errorf("non-empty transform_config (online Hadamard rotations, SpinQuant/QuIP-style) is not evaluated by qppl yet; nothing was computed")
 	}
 	if v := top["sparsity_config"]; !isEmptyObject(v) {
 		var sp map[string]json.RawMessage
 		_ = json.Unmarshal(v, &sp)
 		f, _ := str(sp, "format", "")
 		if f != "dense" {
-			return fmt.Errorf("sparse formats are not supported (sparsity_config format %q)", f)
+			return fmt.Errorf("sparsity_config: sparse formats are not supported (format %q, e.g. 2:4 sparsity): qppl does not evaluate them yet; nothing was computed", f)
 		}
 	}
 	if v := top["kv_cache_scheme"]; !isNull(v) {
-		return fmt.Errorf("kv_cache_scheme (quantized KV cache) is not supported")
+		return fmt.Errorf("kv_cache_scheme: a quantized KV cache is not evaluated by qppl yet; nothing was computed")
 	}
 	var err error
 	if s.Format, err = str(top, "format", "fakequant"); err != nil {
@@ -302,9 +345,6 @@ func (s *Scheme) parseCT(top map[string]json.RawMessage) error {
 
 func checkFormat(f string, top bool) error {
 	switch f {
-	case FormatDense, FormatIntQuantized, FormatFloatQuantized, FormatNaiveQuantized,
-		FormatPackQuantized, FormatNVFP4, FormatMXFP4:
-		return nil
 	case "fakequant":
 		if top {
 			return nil
@@ -318,17 +358,32 @@ func checkFormat(f string, top bool) error {
 		return fmt.Errorf("sparse format %q is not supported", f)
 	case "mxfp8-quantized":
 		return fmt.Errorf("format %q is not supported", f)
+	default:
+		if ctFormatKnown(f) {
+			return nil
+		}
 	}
 	return fmt.Errorf("unknown format %q", f)
 }
 
-func splitTargets(list []string) (exact map[string]bool, res []*regexp.Regexp, classes []string, err error) {
+// supportedMethods lists the quant_method values ParseJSON accepts.
+func supportedMethods() []string {
+	m := []string{MethodCT}
+	for _, f := range families() {
+		if f.method != "" {
+			m = append(m, f.method)
+		}
+	}
+	return m
+}
+
+func splitTargets(list []string) (exact map[string]bool, res []*pyRegex, classes []string, err error) {
 	exact = map[string]bool{}
 	for _, t := range list {
 		switch {
 		case strings.HasPrefix(t, "re:"):
-			// Python re.match: anchored at the start only.
-			re, e := regexp.Compile(`^(?:` + t[3:] + `)`)
+			// Python re.match: anchored at the start only (pyregex.go).
+			re, e := compilePyRegex(t[3:])
 			if e != nil {
 				return nil, nil, nil, fmt.Errorf("regex %q: %v", t, e)
 			}
@@ -378,6 +433,9 @@ func preset(name string) (w, in *Args, ok bool) {
 			&Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "tensor_group", GroupSize: 16, Dynamic: true, DynamicLocal: true, ScaleDType: "torch.float8_e4m3fn"}, true
 	case "MXFP4A16":
 		return &Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "group", GroupSize: 32, ScaleDType: "torch.uint8"}, nil, true
+	case "MXFP4":
+		return &Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "group", GroupSize: 32, ScaleDType: "torch.uint8"},
+			&Args{NumBits: 4, Type: "float", Symmetric: true, Strategy: "group", GroupSize: 32, Dynamic: true, ScaleDType: "torch.uint8"}, true
 	}
 	return nil, nil, false
 }
@@ -597,45 +655,10 @@ func parseArgs(raw json.RawMessage, act bool) (*Args, error) {
 	return a, nil
 }
 
-func checkWeightArgs(a *Args, format string) error {
-	if a.Dynamic {
-		return fmt.Errorf("dynamic weight quantization is not supported")
-	}
-	switch format {
-	case FormatPackQuantized, FormatIntQuantized:
-		if a.Type != "int" {
-			return fmt.Errorf("format %s needs int weights, got %s", format, a.Type)
-		}
-		switch a.Strategy {
-		case "tensor", "channel", "group":
-		default:
-			return fmt.Errorf("strategy %s is not supported for %s weights", a.Strategy, format)
-		}
-	case FormatNVFP4:
-		if a.Type != "float" || a.NumBits != 4 || a.GroupSize != 16 {
-			return fmt.Errorf("format %s needs float 4-bit weights with group_size 16", format)
-		}
-	case FormatMXFP4:
-		if a.Type != "float" || a.NumBits != 4 || a.GroupSize != 32 {
-			return fmt.Errorf("format %s needs float 4-bit weights with group_size 32", format)
-		}
-	case FormatFloatQuantized, FormatNaiveQuantized:
-		if a.Type == "float" && a.NumBits != 8 {
-			return fmt.Errorf("format %s needs 8-bit float weights, got %d bits", format, a.NumBits)
-		}
-		switch a.Strategy {
-		case "tensor", "channel", "group", "block":
-		default:
-			return fmt.Errorf("strategy %s is not supported for %s weights", a.Strategy, format)
-		}
-	}
-	return nil
-}
-
-// checkInputArgs applies formats.md §8.8 item 6.
+// checkInputArgs applies formats.md §8.8 item 6 (MX inputs: mxfp4.go).
 func checkInputArgs(a *Args) error {
-	if strings.Contains(a.ScaleDType, "uint8") || (a.Type == "float" && a.NumBits == 4 && a.GroupSize == 32) {
-		return fmt.Errorf("MX activation scales are not supported")
+	if isMX(a) {
+		return checkMXInputArgs(a)
 	}
 	if a.Type == "float" && a.NumBits == 4 && (a.Strategy != "tensor_group" || a.GroupSize != 16) {
 		return fmt.Errorf("fp4 activations need strategy tensor_group with group_size 16")
@@ -650,87 +673,6 @@ func checkInputArgs(a *Args) error {
 		return fmt.Errorf("fp4 activations need dynamic \"local\"")
 	}
 	return nil
-}
-
-func parseGPTQ(top map[string]json.RawMessage) (*GPTQConfig, error) {
-	c := &GPTQConfig{}
-	var err error
-	if c.Bits, err = integer(top, "bits", 4); err != nil {
-		return nil, err
-	}
-	switch c.Bits {
-	case 2, 4, 8:
-	default:
-		return nil, fmt.Errorf("gptq bits %d not supported (2, 4, 8)", c.Bits)
-	}
-	if c.GroupSize, err = integer(top, "group_size", 128); err != nil {
-		return nil, err
-	}
-	if c.GroupSize == 0 || c.GroupSize < -1 {
-		return nil, fmt.Errorf("gptq group_size %d: want a positive size or -1", c.GroupSize)
-	}
-	if c.DescAct, err = boolean(top, "desc_act", false); err != nil {
-		return nil, err
-	}
-	if c.Sym, err = boolean(top, "sym", true); err != nil {
-		return nil, err
-	}
-	f, err := str(top, "checkpoint_format", "gptq")
-	if err != nil {
-		return nil, err
-	}
-	switch f {
-	case "gptq":
-	case "gptq_v2":
-		c.V2 = true
-	default:
-		return nil, fmt.Errorf("gptq checkpoint_format %q not supported (gptq, gptq_v2)", f)
-	}
-	if v := top["dynamic"]; !isEmptyObject(v) {
-		return nil, fmt.Errorf("gptq per-module \"dynamic\" overrides are not supported")
-	}
-	return c, nil
-}
-
-func parseAWQ(top map[string]json.RawMessage) (*AWQConfig, error) {
-	c := &AWQConfig{}
-	var err error
-	if c.Bits, err = integer(top, "bits", 0); err != nil {
-		return nil, err
-	}
-	if c.Bits == 0 {
-		if c.Bits, err = integer(top, "w_bit", 4); err != nil {
-			return nil, err
-		}
-	}
-	if c.Bits != 4 {
-		return nil, fmt.Errorf("awq bits %d not supported (4)", c.Bits)
-	}
-	if c.GroupSize, err = integer(top, "group_size", 0); err != nil {
-		return nil, err
-	}
-	if c.GroupSize == 0 {
-		if c.GroupSize, err = integer(top, "q_group_size", 128); err != nil {
-			return nil, err
-		}
-	}
-	if c.GroupSize <= 0 {
-		return nil, fmt.Errorf("awq group_size %d: want a positive size", c.GroupSize)
-	}
-	if c.ZeroPoint, err = boolean(top, "zero_point", true); err != nil {
-		return nil, err
-	}
-	if !c.ZeroPoint {
-		return nil, fmt.Errorf("awq zero_point false is not supported")
-	}
-	v, err := str(top, "version", "gemm")
-	if err != nil {
-		return nil, err
-	}
-	if strings.ToLower(v) != "gemm" {
-		return nil, fmt.Errorf("awq version %q not supported (gemm)", v)
-	}
-	return c, nil
 }
 
 // groupFor returns the config group that targets module (a Linear), or nil
@@ -758,9 +700,9 @@ func (s *Scheme) groupFor(module string) *Group {
 	return nil
 }
 
-func anyMatch(res []*regexp.Regexp, s string) bool {
+func anyMatch(res []*pyRegex, s string) bool {
 	for _, re := range res {
-		if re.MatchString(s) {
+		if re.match(s) {
 			return true
 		}
 	}

@@ -1,10 +1,58 @@
 package quant
 
 import (
+	"encoding/json"
 	"fmt"
-
-	"github.com/qppl/qppl/checkpoint"
 )
+
+// GPTQConfig is a quant_method "gptq" config.
+type GPTQConfig struct {
+	Bits      int  `json:"bits"`
+	GroupSize int  `json:"group_size"` // -1 = one group over in
+	DescAct   bool `json:"desc_act"`
+	Sym       bool `json:"sym"`
+	V2        bool `json:"v2"` // checkpoint_format gptq_v2
+}
+
+func parseGPTQ(top map[string]json.RawMessage) (*GPTQConfig, error) {
+	c := &GPTQConfig{}
+	var err error
+	if c.Bits, err = integer(top, "bits", 4); err != nil {
+		return nil, err
+	}
+	switch c.Bits {
+	case 2, 4, 8:
+	default:
+		return nil, fmt.Errorf("gptq bits %d not supported (2, 4, 8)", c.Bits)
+	}
+	if c.GroupSize, err = integer(top, "group_size", 128); err != nil {
+		return nil, err
+	}
+	if c.GroupSize == 0 || c.GroupSize < -1 {
+		return nil, fmt.Errorf("gptq group_size %d: want a positive size or -1", c.GroupSize)
+	}
+	if c.DescAct, err = boolean(top, "desc_act", false); err != nil {
+		return nil, err
+	}
+	if c.Sym, err = boolean(top, "sym", true); err != nil {
+		return nil, err
+	}
+	f, err := str(top, "checkpoint_format", "gptq")
+	if err != nil {
+		return nil, err
+	}
+	switch f {
+	case "gptq":
+	case "gptq_v2":
+		c.V2 = true
+	default:
+		return nil, fmt.Errorf("gptq checkpoint_format %q not supported (gptq, gptq_v2)", f)
+	}
+	if v := top["dynamic"]; !isEmptyObject(v) {
+		return nil, fmt.Errorf("gptq per-module \"dynamic\" overrides are not supported")
+	}
+	return c, nil
+}
 
 // GPTQ is an AutoGPTQ/GPTQModel weight (formats.md §4):
 // W[o,i] = Scales[g*Out+o] * (u[i,o] - z[g,o]) with g = GIdx[i], u the
@@ -126,115 +174,24 @@ func openGPTQ(t tensors, c *GPTQConfig) (*GPTQ, error) {
 	return q, nil
 }
 
-// AWQ is an AutoAWQ GEMM weight (formats.md §4): W[o,i] = (u[i,o] -
-// z[i/GroupSize,o]) * Scales[(i/GroupSize)*Out+o], u and z unsigned 4-bit,
-// column 8j+c of a word row at nibble AWQNibble(c). Exact in float64.
-type AWQ struct {
-	Base
-	GroupSize  int
-	Groups     int       // In/GroupSize
-	QWeight    []uint32  // [In][Out/8]
-	QZeros     []uint32  // [Groups][Out/8]
-	Scales     []float64 // [Groups][Out]
-	ScaleDType string
-}
-
-// AWQOrder returns the column (0..7) stored at nibble k (0..7) of an AWQ
-// word: [0, 2, 4, 6, 1, 3, 5, 7]. AWQNibble is its inverse. (Functions, not
-// exported arrays, so that no importer can change how weights decode.)
-func AWQOrder(k int) int { return [8]int{0, 2, 4, 6, 1, 3, 5, 7}[k] }
-
-// AWQNibble returns the nibble (0..7) of an AWQ word holding column c (0..7):
-// [0, 4, 1, 5, 2, 6, 3, 7].
-func AWQNibble(c int) int { return [8]int{0, 4, 1, 5, 2, 6, 3, 7}[c] }
-
-func awqField(words []uint32, o int) int {
-	return int(words[o/8]>>(uint(AWQNibble(o%8))*4)) & 0xF
-}
-
-// Dequantize implements Linear.
-func (a *AWQ) Dequantize(dst []float64) error {
-	if err := a.checkDst(dst); err != nil {
-		return err
-	}
-	w8 := a.Out / 8
-	zeros := make([]int, a.Groups*a.Out)
-	for g := 0; g < a.Groups; g++ {
-		for o := 0; o < a.Out; o++ {
-			zeros[g*a.Out+o] = awqField(a.QZeros[g*w8:(g+1)*w8], o)
-		}
-	}
-	// Tiles of 8 inputs × 8 outputs: reads 8 words, writes 8 runs of 8.
-	for i0 := 0; i0 < a.In; i0 += 8 {
-		n := min(8, a.In-i0)
-		for j := 0; j < w8; j++ {
-			for c := 0; c < 8; c++ {
-				o := 8*j + c
-				sh := uint(AWQNibble(c)) * 4
-				d := dst[o*a.In+i0 : o*a.In+i0+n]
-				for k := range d {
-					i := i0 + k
-					g := (i/a.GroupSize)*a.Out + o
-					d[k] = float64(int(a.QWeight[i*w8+j]>>sh&0xF)-zeros[g]) * a.Scales[g]
-				}
+func gptqFamily() family {
+	return family{
+		name:   "GPTQ",
+		method: MethodGPTQ,
+		parse: func(s *Scheme, top map[string]json.RawMessage) (err error) {
+			s.GPTQ, err = parseGPTQ(top)
+			return err
+		},
+		markers: []string{"qweight"},
+		// AutoGPTQ's quantize_config.json (AutoAWQ's when it has AWQ keys)
+		sideFiles: []string{"quantize_config.json"},
+		claims:    func(top map[string]json.RawMessage) bool { return !hasAWQKeys(top) },
+		open: func(s *Scheme, t tensors, _ *Group) (Linear, error) {
+			q, err := openGPTQ(t, s.GPTQ)
+			if err != nil {
+				return nil, err
 			}
-		}
+			return q, nil
+		},
 	}
-	return a.checkFinite(dst)
-}
-
-func openAWQ(t tensors, c *AWQConfig) (*AWQ, error) {
-	qti, err := t.get("qweight", "I32")
-	if err != nil {
-		return nil, err
-	}
-	if len(qti.Shape) != 2 {
-		return nil, t.errf(qti, "shape %v, want [in, out/8]", qti.Shape)
-	}
-	in, out := qti.Shape[0], qti.Shape[1]*8
-	if in == 0 || out == 0 {
-		return nil, t.errf(qti, "empty weight (shape %v)", qti.Shape)
-	}
-	gs := c.GroupSize
-	if in%gs != 0 {
-		return nil, fmt.Errorf("module %s: quantization_config group_size %d does not divide in_features %d", t.module, gs, in)
-	}
-	groups := in / gs
-	a := &AWQ{GroupSize: gs, Groups: groups}
-	if a.QWeight, a.QZeros, a.Scales, a.ScaleDType, err = readPacked(t, qti, groups, out/8, out); err != nil {
-		return nil, err
-	}
-	a.Base = Base{Name: t.module, Out: out, In: in, FileName: qti.File,
-		Fmt: fmt.Sprintf("awq-int4-g%d", gs), Bytes: storedBytes(t.src, t.module)}
-	return a, nil
-}
-
-// readPacked reads the tensors GPTQ and AWQ share: the qweight words (qti,
-// shape already checked), qzeros I32 [groups, zeroCols] and scales
-// F16/BF16/F32 [groups, out].
-func readPacked(t tensors, qti checkpoint.TensorInfo, groups, zeroCols, out int) (qweight, qzeros []uint32, scales []float64, scaleDType string, err error) {
-	zti, err := t.get("qzeros", "I32")
-	if err != nil {
-		return nil, nil, nil, "", err
-	}
-	if err := t.shape(zti, groups, zeroCols); err != nil {
-		return nil, nil, nil, "", err
-	}
-	sti, err := t.get("scales", "F16", "BF16", "F32")
-	if err != nil {
-		return nil, nil, nil, "", err
-	}
-	if err := t.shape(sti, groups, out); err != nil {
-		return nil, nil, nil, "", err
-	}
-	if qweight, err = t.words(qti); err != nil {
-		return nil, nil, nil, "", err
-	}
-	if qzeros, err = t.words(zti); err != nil {
-		return nil, nil, nil, "", err
-	}
-	if scales, err = t.scales(sti); err != nil {
-		return nil, nil, nil, "", err
-	}
-	return qweight, qzeros, scales, string(sti.DType), nil
 }

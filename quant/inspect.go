@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,23 +62,24 @@ func Inspect(m *checkpoint.Model) (*Report, error) {
 
 var layerRE = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
 
-// linearModules returns the Linear modules of src (those with weight_packed,
-// qweight, or a 2-D weight), sorted by layer then name.
+// linearModules returns the Linear modules of src (those with a family's
+// marker tensor, weight_packed, or a 2-D weight), sorted by layer then name.
 func linearModules(src Source) []string {
 	set := map[string]bool{}
+	markers := linearMarkers()
 	for _, name := range src.Names() {
 		i := strings.LastIndexByte(name, '.')
 		if i < 0 {
 			continue
 		}
 		mod, suf := name[:i], name[i+1:]
-		switch suf {
-		case "weight_packed", "qweight":
-			set[mod] = true
-		case "weight":
+		switch {
+		case suf == "weight":
 			if ti, ok := src.Tensor(name); ok && len(ti.Shape) == 2 {
 				set[mod] = true
 			}
+		case slices.Contains(markers, suf):
+			set[mod] = true
 		}
 	}
 	mods := make([]string, 0, len(set))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -565,7 +564,7 @@ func WriteModel(dir, archName string, seed uint64) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
+	if err := checkpoint.WriteFileAtomic(filepath.Join(dir, "config.json"), js); err != nil {
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(seed, 0x5eed))

@@ -122,6 +122,7 @@ func TestActQuantRandom(t *testing.T) {
 		{Kind: quant.ActFP8, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: true},
 		{Kind: quant.ActFP8, Bits: 8, Strategy: "tensor", Symmetric: true, Scale: 0.01},
 		{Kind: quant.ActFP8, Bits: 8, Strategy: "group", GroupSize: 128, Dynamic: true, Symmetric: true},
+		{Kind: quant.ActMXFP4, Bits: 4, Strategy: "group", GroupSize: 32, Dynamic: true, Symmetric: true},
 		{Kind: quant.ActInt, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: true},
 		{Kind: quant.ActInt, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: false},
 		{Kind: quant.ActInt, Bits: 8, Strategy: "tensor", Symmetric: false, Scale: 0.02, ZeroPoint: 3},

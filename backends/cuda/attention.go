@@ -75,14 +75,11 @@ func (b *Backend) attend(ds *devState, T int) error {
 	scale := float32(1 / math.Sqrt(float64(D)))
 	bg, ok := d.(device.BatchedGemmer)
 	if !ok {
-		grid := device.Dim3{X: (T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: H, Z: 1}
-		return d.Launch(device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnTileK(D)*D*4,
-			ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt))
+		return device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT)
 	}
-	dt := b.odt
+	dt := b.gemmDT
 	es := int64(dt.Size())
-	g, bl := ew(H * T * D)
-	if err := d.Launch(device.KAttnPrep, g, bl, 0, ds.qa, ds.ka, ds.va, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), int32(dt)); err != nil {
+	if err := device.LaunchAttnPrep(d, ds.qa, ds.ka, ds.va, ds.q, ds.k, ds.v, T, H, KVH, D, dt); err != nil {
 		return err
 	}
 	R, hb := attnGeometry(T, H, dt, b.scoreCap())
@@ -102,8 +99,7 @@ func (b *Backend) attend(ds *devState, T int) error {
 				return fmt.Errorf("attention QKᵀ: %w", err)
 			}
 			rows := nb * rb // one warp per row
-			if err := d.Launch(device.KAttnSoftmax, device.D1(rows), device.D1(32), 0,
-				ds.weights, int32(parts), ds.scores, int32(rows), int32(n), int32(rb), int32(r0), int32(dt)); err != nil {
+			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt); err != nil {
 				return err
 			}
 			part := int64(rows) * int64(n) * es

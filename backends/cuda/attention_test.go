@@ -110,7 +110,7 @@ func TestTensorCoreAttention(t *testing.T) {
 			want := attentionF64(q, k, v, sh.T, sh.H, sh.KVH, sh.D, dt)
 			for _, capBytes := range []int64{0, 3000, 40000} {
 				name := fmt.Sprintf("T%d H%d KVH%d D%d %v cap %d", sh.T, sh.H, sh.KVH, sh.D, dt, capBytes)
-				b := &Backend{spec: &arch.Spec{Heads: sh.H, KVHeads: sh.KVH, HeadDim: sh.D}, odt: dt, attnCap: capBytes}
+				b := &Backend{spec: &arch.Spec{Heads: sh.H, KVHeads: sh.KVH, HeadDim: sh.D}, gemmDT: dt, attnCap: capBytes}
 				ds := &devState{d: d}
 				var ptrs []device.Ptr
 				alloc := func(p *device.Ptr, data []byte, n int64) {
@@ -158,7 +158,7 @@ func TestTensorCoreAttention(t *testing.T) {
 					t.Logf("%s: worst error %.2f of the tolerance", name, worst)
 					// the CUDA-core `attention` kernel on the same inputs agrees
 					// with the GEMM path within both paths' tolerances
-					old := &Backend{spec: b.spec, odt: dt}
+					old := &Backend{spec: b.spec, gemmDT: dt}
 					oldDev := &devState{d: noBatched{d}, q: ds.q, k: ds.k, v: ds.v}
 					alloc(&oldDev.att, nil, int64(4*len(q)))
 					if err := old.attend(oldDev, sh.T); err != nil {

@@ -31,7 +31,7 @@ type Backend struct {
 	mu      sync.Mutex
 	opt     Options
 	spec    *arch.Spec
-	odt     device.DType
+	gemmDT  device.DType
 	plan    *Plan
 	devs    []*devState
 	headDev int
@@ -95,7 +95,7 @@ type devState struct {
 	nll, kl       device.Ptr // [HeadRows] fp32
 	top           device.Ptr
 	topCap        int
-	xaSrc         device.Ptr // fp32 buffer whose plain cast xa currently holds (0: none)
+	xaCastOf      device.Ptr // fp32 buffer whose plain cast xa currently holds (0: none)
 	active        bool       // holds per-window buffers
 }
 
@@ -125,7 +125,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if opt.SplitGB != nil && len(opt.SplitGB) != len(devs) {
 		return nil, fmt.Errorf("cuda: --gpu-split has %d values for %d devices", len(opt.SplitGB), len(devs))
 	}
-	odt, err := device.ParseDType(opt.Precision)
+	gemmDT, err := device.ParseDType(opt.Precision)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -140,8 +140,8 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
 	}
-	b := &Backend{opt: opt, spec: spec, odt: odt}
-	ld := &loader{m: m, spec: spec, scheme: scheme, odt: odt}
+	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT}
+	ld := &loader{m: m, spec: spec, scheme: scheme, gemmDT: gemmDT}
 
 	// Pass 1: sizes only (host copies are dropped).
 	in := planInput{layerBytes: make([]int64, spec.Layers)}
@@ -173,7 +173,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 		in.tiedExtra = int64(len(embRaw))
 	}
 	if !head.direct {
-		in.headScratch = int64(V * C * odt.Size())
+		in.headScratch = int64(V * C * gemmDT.Size())
 	}
 	in.act = b.actBytes(T)
 	R := opt.HeadRows
@@ -204,7 +204,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	}
 	plan, err := split(names, free, budget, in)
 	if plan != nil {
-		plan.Precision, plan.MaxTokens = odt.String(), T
+		plan.Precision, plan.MaxTokens = gemmDT.String(), T
 		if opt.Log != nil {
 			plan.Write(opt.Log)
 		}
@@ -332,13 +332,13 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 	s := b.spec
 	C, Q, KV, I, D := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.MLPWidth(), s.HeadDim
 	t := int64(T)
-	ao, as, aw := attnBuffers(T, s.Heads, D, b.odt, b.scoreCap())
+	ao, as, aw := attnBuffers(T, s.Heads, D, b.gemmDT, b.scoreCap())
 	bufs := []struct {
 		p *device.Ptr
 		n int64
 	}{
 		{&ds.x, t * int64(C) * 4}, {&ds.h, t * int64(C) * 4}, {&ds.proj, t * int64(C) * 4},
-		{&ds.xa, t * int64(max(C, Q, I)*b.odt.Size())},
+		{&ds.xa, t * int64(max(C, Q, I)*b.gemmDT.Size())},
 		{&ds.q, t * int64(Q) * 4}, {&ds.att, t * int64(Q) * 4}, {&ds.k, t * int64(KV) * 4}, {&ds.v, t * int64(KV) * 4},
 		{&ds.gate, t * int64(I) * 4}, {&ds.up, t * int64(I) * 4}, {&ds.ids, t * 4},
 		{&ds.cos, t * int64(D/2) * 4}, {&ds.sin, t * int64(D/2) * 4},
@@ -435,7 +435,7 @@ func (b *Backend) grow(T int) error {
 			b.broken = fmt.Errorf("%w (window of %d tokens; the memory plan was made for windows of %d)", err, T, b.plan.MaxTokens)
 			return b.broken
 		}
-		ds.xaSrc = 0
+		ds.xaCastOf = 0
 	}
 	return nil
 }
@@ -497,7 +497,7 @@ func (b *Backend) Info() backends.Info {
 	for _, d := range b.devs {
 		names = append(names, d.d.Name())
 	}
-	return backends.Info{Name: b.opt.Name, Precision: b.odt.String(), Devices: names, Vocab: b.spec.Vocab}
+	return backends.Info{Name: b.opt.Name, Precision: b.gemmDT.String(), Devices: names, Vocab: b.spec.Vocab}
 }
 
 // Close frees the device memory (the devices themselves belong to the caller).

@@ -131,9 +131,18 @@ func linearCases(rng *rand.Rand) []quant.Linear {
 		ls = append(ls, &quant.FP8{Base: base(c.name, c.out, c.in), Strategy: c.name, Codes: randBytes(rng, c.out*c.in, notNaN),
 			Scale: randScales(rng, sr*scn, "BF16"), ScaleDType: "BF16", ScaleRows: sr, ScaleCols: scn, BlockRows: c.bh, BlockCols: c.bw})
 	}
+	// quant_method fp8: F32 weight_scale_inv per block (partial last blocks),
+	// the product rounded to f32
+	ls = append(ls, &quant.FP8{Base: base("fp8-method-block", 10, 48), Strategy: "block", Codes: randBytes(rng, 10*48, notNaN),
+		Scale: randScales(rng, 3*3, "F32"), ScaleDType: "F32", ScaleRows: 3, ScaleCols: 3, BlockRows: 4, BlockCols: 16})
 	for _, odt := range []string{"BF16", "F32"} {
 		ls = append(ls, &quant.NVFP4{Base: base("nvfp4-"+odt, 5, 64), Packed: randBytes(rng, 5*32, nil),
 			Scales: randBytes(rng, 5*4, notNaN), GlobalScale: float32(896 + rng.Float64()*100), OutDType: odt})
+	}
+	// ModelOpt NVFP4: weight_scale_2 multiplies the block scales
+	for _, odt := range []string{"BF16", "F16"} {
+		ls = append(ls, &quant.NVFP4{Base: base("modelopt-nvfp4-"+odt, 5, 64), Packed: randBytes(rng, 5*32, nil),
+			Scales: randBytes(rng, 5*4, notNaN), GlobalScale: float32(0.001 + rng.Float64()*0.01), OutDType: odt, Scale2: true})
 	}
 	ls = append(ls, &quant.MXFP4{Base: base("mxfp4", 4, 64), Packed: randBytes(rng, 4*32, nil),
 		Scales: randBytes(rng, 4*2, func(b byte) bool { return b > 100 && b < 140 })})

@@ -6,7 +6,9 @@
 //
 // Layout. Weights stay packed on the device exactly as stored in the
 // checkpoint (package quant decides the format; each Linear's packed
-// tensors are uploaded byte for byte, scales in their stored dtype). When a
+// tensors are uploaded byte for byte, scales in their stored dtype, by the
+// format's own file dq_<format>.go, which also launches its kernel
+// kernels/dq_<format>.cu; weights.go's dequantizers lists them). When a
 // Linear runs, a dequantization kernel writes it into one per-device
 // scratch buffer in the GEMM dtype (bf16 by default, --precision fp16|fp32),
 // and a GEMM with fp32 accumulation multiplies it with the activations

@@ -14,9 +14,6 @@ import (
 // probeFunc receives a device buffer holding T rows of width fp32 values.
 type probeFunc func(ds *devState, layer int, site string, p device.Ptr, width int) error
 
-// elementwise launch geometry
-func ew(n int) (device.Dim3, device.Dim3) { return grid1(n) }
-
 // linear computes out[rows][l.out] = in[rows][l.in]·Wᵀ (+ bias), where the
 // input is first cast to the GEMM dtype, or fake-quantized when the
 // checkpoint prescribes activation quantization, and W is the stored dense
@@ -27,16 +24,15 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 	if err := b.linearInput(ds, l, in, rows); err != nil {
 		return err
 	}
-	w, err := l.weight(d, ds.scratch, b.odt)
+	w, err := l.weight(d, ds.scratch, b.gemmDT)
 	if err != nil {
 		return err
 	}
-	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.odt, BType: b.odt}); err != nil {
+	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.gemmDT, BType: b.gemmDT}); err != nil {
 		return fmt.Errorf("%s: %w", l.module, err)
 	}
 	if bias != 0 {
-		g, bl := ew(rows * l.out)
-		if err := d.Launch(device.KAddBiasRows, g, bl, 0, out, bias, int32(rows), int32(l.out)); err != nil {
+		if err := device.LaunchAddBiasRows(d, out, bias, rows, l.out); err != nil {
 			return err
 		}
 	}
@@ -45,23 +41,21 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 
 // linearInput prepares ds.xa, the GEMM input of l: in cast to the GEMM
 // dtype, or fake-quantized when the checkpoint prescribes activation
-// quantization (a plain cast is reused while ds.xaSrc says xa holds it).
+// quantization (a plain cast is reused while ds.xaCastOf says xa holds it).
 func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows int) error {
 	d := ds.d
 	n := rows * l.in
 	if a := l.act; a != nil {
-		err := d.Launch(device.KActQuant, device.D1(rows), device.D1(128), 0, ds.xa, int32(b.odt), in, int32(rows), int32(l.in),
-			a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
+		err := device.LaunchActQuant(d, ds.xa, b.gemmDT, in, rows, l.in, a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
 		if err != nil {
 			return fmt.Errorf("%s input: %w", l.module, err)
 		}
-		ds.xaSrc = 0
-	} else if ds.xaSrc != in {
-		g, bl := ew(n)
-		if err := d.Launch(device.KCastAct, g, bl, 0, ds.xa, in, int32(n), int32(b.odt)); err != nil {
+		ds.xaCastOf = 0
+	} else if ds.xaCastOf != in {
+		if err := device.LaunchCastAct(d, ds.xa, in, n, b.gemmDT); err != nil {
 			return err
 		}
-		ds.xaSrc = in
+		ds.xaCastOf = in
 	}
 	return nil
 }
@@ -82,8 +76,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 	if err := ds.d.CopyIn(ds.ids, i32Bytes(ids)); err != nil {
 		return err
 	}
-	g, bl := ew(T * C)
-	if err := ds.d.Launch(device.KEmbedGather, g, bl, 0, ds.x, ds.embed, int32(ds.embedDT), ds.ids, int32(T), int32(C), int32(s.Vocab)); err != nil {
+	if err := device.LaunchEmbedGather(ds.d, ds.x, ds.embed, ds.embedDT, ds.ids, T, C, s.Vocab); err != nil {
 		return err
 	}
 	if probe != nil {
@@ -122,9 +115,9 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			}
 			lw := &ds.layers[li-ds.first]
 			d := ds.d
-			ds.xaSrc = 0
+			ds.xaCastOf = 0
 			norm := func(out, in, w device.Ptr, rows, cols int) error {
-				return d.Launch(device.KRMSNorm, device.D1(rows), device.D1(128), 0, out, in, w, int32(rows), int32(cols), eps)
+				return device.LaunchRMSNorm(d, out, in, w, rows, cols, eps)
 			}
 			if err := norm(ds.h, ds.x, lw.attnNorm, T, C); err != nil {
 				return err
@@ -140,9 +133,8 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 				if err := b.linearFused(ds, []*devLinear{lw.lin[arch.ProjQ], lw.lin[arch.ProjK], lw.lin[arch.ProjV]}, ds.h, T, ds.qkv); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
-				g, bl := ew(T * (H + 2*KVH) * D)
-				if err := d.Launch(device.KSplitQKV, g, bl, 0, ds.q, ds.k, ds.v, ds.qkv, lw.bias[arch.ProjQ], lw.bias[arch.ProjK], lw.bias[arch.ProjV],
-					int32(T), int32(H*D), int32(KVH*D)); err != nil {
+				if err := device.LaunchSplitQKV(d, ds.q, ds.k, ds.v, ds.qkv, lw.bias[arch.ProjQ], lw.bias[arch.ProjK], lw.bias[arch.ProjV],
+					T, H*D, KVH*D); err != nil {
 					return err
 				}
 			} else {
@@ -163,12 +155,10 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					return err
 				}
 			}
-			g, bl := ew(T * H * D / 2)
-			if err := d.Launch(device.KRope, g, bl, 0, ds.q, ds.cos, ds.sin, int32(T), int32(H), int32(D)); err != nil {
+			if err := device.LaunchRope(d, ds.q, ds.cos, ds.sin, T, H, D); err != nil {
 				return err
 			}
-			g, bl = ew(T * KVH * D / 2)
-			if err := d.Launch(device.KRope, g, bl, 0, ds.k, ds.cos, ds.sin, int32(T), int32(KVH), int32(D)); err != nil {
+			if err := device.LaunchRope(d, ds.k, ds.cos, ds.sin, T, KVH, D); err != nil {
 				return err
 			}
 			if err := b.attend(ds, T); err != nil {
@@ -180,14 +170,13 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteAttnOut, ds.proj, C); err != nil {
 				return err
 			}
-			g, bl = ew(T * C)
-			if err := d.Launch(device.KAddInplace, g, bl, 0, ds.x, ds.proj, int32(T*C)); err != nil {
+			if err := device.LaunchAddInplace(d, ds.x, ds.proj, T*C); err != nil {
 				return err
 			}
 			if err := norm(ds.h, ds.x, lw.mlpNorm, T, C); err != nil {
 				return err
 			}
-			ds.xaSrc = 0
+			ds.xaCastOf = 0
 			if err := pr(ds, li, arch.SiteMLPNorm, ds.h, C); err != nil {
 				return err
 			}
@@ -196,20 +185,18 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
 			} else {
-				g, bl = ew(T * I)
 				if f := lw.lin[arch.ProjGateUp]; f != nil { // phi3: gate, up = chunk(gate_up_proj(h), 2)
 					if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.gate, I}, fusedPart{ds.up, I}); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
-					if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+					if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, T*I); err != nil {
 						return err
 					}
 				} else if w := lw.lin[arch.ProjGate]; lw.fuse[fuseGU] && fitsElems(T, 2*w.out) { // one GEMM, then silu(gate)·up from its rows
 					if err := b.linearFused(ds, []*devLinear{w, lw.lin[arch.ProjUp]}, ds.h, T, ds.gu); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
-					g, bl := ew(T * w.out)
-					if err := d.Launch(device.KSiluMulCat, g, bl, 0, ds.gate, ds.gu, int32(T), int32(w.out)); err != nil {
+					if err := device.LaunchSiluMulCat(d, ds.gate, ds.gu, T, w.out); err != nil {
 						return err
 					}
 				} else {
@@ -219,7 +206,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					if err := b.linear(ds, lw.lin[arch.ProjUp], ds.h, T, ds.up, 0); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
-					if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(T*I)); err != nil {
+					if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, T*I); err != nil {
 						return err
 					}
 				}
@@ -230,8 +217,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteMLPOut, ds.proj, C); err != nil {
 				return err
 			}
-			g, bl = ew(T * C)
-			if err := d.Launch(device.KAddInplace, g, bl, 0, ds.x, ds.proj, int32(T*C)); err != nil {
+			if err := device.LaunchAddInplace(d, ds.x, ds.proj, T*C); err != nil {
 				return err
 			}
 			if err := pr(ds, li, arch.SiteLayerOut, ds.x, C); err != nil {
@@ -243,8 +229,8 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 	if err := move(hd); err != nil {
 		return err
 	}
-	hd.xaSrc = 0
-	if err := hd.d.Launch(device.KRMSNorm, device.D1(T), device.D1(128), 0, hd.h, hd.x, hd.finalNorm, int32(T), int32(C), eps); err != nil {
+	hd.xaCastOf = 0
+	if err := device.LaunchRMSNorm(hd.d, hd.h, hd.x, hd.finalNorm, T, C, eps); err != nil {
 		return err
 	}
 	return pr(hd, -1, arch.SiteFinalNorm, hd.h, C)
@@ -256,14 +242,14 @@ func (b *Backend) headChunk(r0, r1 int) error {
 	hd := b.devs[b.headDev]
 	C := b.spec.Hidden
 	in := hd.h + device.Ptr(r0*C*4)
-	hd.xaSrc = 0
+	hd.xaCastOf = 0
 	return b.linear(hd, hd.head, in, r1-r0, hd.logits, 0)
 }
 
 // maxKernelElems bounds the element count of one activation buffer: the
 // elementwise kernels (embed_gather, cast_act, add_inplace, silu_mul, rope,
 // add_bias_rows) index it with a 32-bit int in a grid-stride loop whose
-// step is at most grid1's 4096 blocks × 256 threads, and that index must
+// step is at most device.GridStride's 4096 blocks × 256 threads, and that index must
 // not overflow.
 const maxKernelElems = math.MaxInt32 - 4096*256
 
@@ -395,8 +381,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		if baseKind != device.BaseNone {
 			baseP = hd.base
 		}
-		if err := d.Launch(device.KLogitsStats, device.D1(n), device.D1(256), 0, hd.logits, int32(n), int32(V), hd.targets, hd.nll,
-			baseP, baseKind, device.Ptr(0), hd.kl, int32(req.TopK), hd.top); err != nil {
+		if err := device.LaunchLogitsStats(d, hd.logits, n, V, hd.targets, hd.nll, baseP, baseKind, 0, hd.kl, req.TopK, hd.top); err != nil {
 			return backends.Scores{}, err
 		}
 		nll := make([]byte, n*4)
@@ -470,7 +455,7 @@ func (b *Backend) LogProbs(ctx context.Context, w backends.Window, from int, emi
 		if err := b.headChunk(r0, r1); err != nil {
 			return err
 		}
-		if err := hd.d.Launch(device.KLogSoftmax, device.D1(r1-r0), device.D1(256), 0, hd.logits, int32(r1-r0), int32(V)); err != nil {
+		if err := device.LaunchLogSoftmaxRows(hd.d, hd.logits, r1-r0, V); err != nil {
 			return err
 		}
 		if err := hd.d.CopyOut(buf[:(r1-r0)*V*4], hd.logits); err != nil {

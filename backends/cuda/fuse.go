@@ -75,7 +75,7 @@ func (b *Backend) setFusion(lw *layerDev) {
 				hs[i] = ls[i].hostLinear
 			}
 		}
-		if fusable(hs) && (!hs[0].direct || contiguous(ls, b.odt)) {
+		if fusable(hs) && (!hs[0].direct || contiguous(ls, b.gemmDT)) {
 			lw.fuse[g] = true
 		}
 	}
@@ -85,26 +85,25 @@ func (b *Backend) setFusion(lw *layerDev) {
 // linears ls (fusable) in one GEMM.
 func (b *Backend) linearFused(ds *devState, ls []*devLinear, in device.Ptr, rows int, out device.Ptr) error {
 	d := ds.d
-	if ds.xaSrc != in {
-		g, bl := ew(rows * ls[0].in)
-		if err := d.Launch(device.KCastAct, g, bl, 0, ds.xa, in, int32(rows*ls[0].in), int32(b.odt)); err != nil {
+	if ds.xaCastOf != in {
+		if err := device.LaunchCastAct(d, ds.xa, in, rows*ls[0].in, b.gemmDT); err != nil {
 			return err
 		}
-		ds.xaSrc = in
+		ds.xaCastOf = in
 	}
 	w := ls[0].ptrs[0]
 	n, off := 0, int64(0)
 	for _, l := range ls {
 		if !l.direct {
-			if _, err := l.weight(d, ds.scratch+device.Ptr(off), b.odt); err != nil {
+			if _, err := l.weight(d, ds.scratch+device.Ptr(off), b.gemmDT); err != nil {
 				return err
 			}
-			off += int64(l.out) * int64(l.in) * int64(b.odt.Size())
+			off += int64(l.out) * int64(l.in) * int64(b.gemmDT.Size())
 			w = ds.scratch
 		}
 		n += l.out
 	}
-	if err := d.Gemm(device.Gemm{M: rows, N: n, K: ls[0].in, A: ds.xa, B: w, C: out, AType: b.odt, BType: b.odt}); err != nil {
+	if err := d.Gemm(device.Gemm{M: rows, N: n, K: ls[0].in, A: ds.xa, B: w, C: out, AType: b.gemmDT, BType: b.gemmDT}); err != nil {
 		return fmt.Errorf("%s+%d fused: %w", ls[0].module, len(ls)-1, err)
 	}
 	return nil

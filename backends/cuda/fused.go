@@ -30,14 +30,14 @@ func (b *Backend) linearParts(ds *devState, l *devLinear, in device.Ptr, rows in
 	if err := b.linearInput(ds, l, in, rows); err != nil {
 		return err
 	}
-	w, err := l.weight(d, ds.scratch, b.odt)
+	w, err := l.weight(d, ds.scratch, b.gemmDT)
 	if err != nil {
 		return err
 	}
 	r0 := 0
 	for _, p := range parts {
-		bp := w + device.Ptr(r0*l.in*b.odt.Size())
-		if err := d.Gemm(device.Gemm{M: rows, N: p.width, K: l.in, A: ds.xa, B: bp, C: p.out, AType: b.odt, BType: b.odt}); err != nil {
+		bp := w + device.Ptr(r0*l.in*b.gemmDT.Size())
+		if err := d.Gemm(device.Gemm{M: rows, N: p.width, K: l.in, A: ds.xa, B: bp, C: p.out, AType: b.gemmDT, BType: b.gemmDT}); err != nil {
 			return fmt.Errorf("%s rows [%d, %d): %w", l.module, r0, r0+p.width, err)
 		}
 		r0 += p.width

@@ -62,6 +62,6 @@ func prepareGGML(module string, typ ggml.Type, out, in int, data []byte, rows []
 // launchDqGGML decodes N rows of K values of ggml type typ from data (with
 // the type's grid for the grid types, else 0) into out of dtype odt.
 func launchDqGGML(d device.Device, out device.Ptr, odt device.DType, N, K int32, data device.Ptr, typ ggml.Type, grid device.Ptr) error {
-	g, b := grid1(int(N) * int(K))
+	g, b := device.GridStride(int(N) * int(K))
 	return d.Launch(device.KDqGGML, g, b, 0, out, int32(odt), N, K, data, int32(typ), grid)
 }

@@ -15,7 +15,7 @@ type loader struct {
 	m      *checkpoint.Model
 	spec   *arch.Spec
 	scheme *quant.Scheme
-	odt    device.DType
+	gemmDT device.DType
 }
 
 // vec reads a 1-D tensor (norm weight or bias) as fp32 bytes (exact for
@@ -39,7 +39,7 @@ func (ld *loader) linear(al arch.Linear) (*hostLinear, error) {
 	if o, i := l.Shape(); o != al.Out || i != al.In {
 		return nil, fmt.Errorf("cuda: %s: weight shape [%d %d], want [%d %d]", al.Module, o, i, al.Out, al.In)
 	}
-	return prepareLinear(l, ld.odt)
+	return prepareLinear(l, ld.gemmDT)
 }
 
 // vecSpec is a 1-D tensor of a layer: its name ("" when the architecture
@@ -93,7 +93,7 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err erro
 			bytes += arenaBytes(int64(4 * al.Out * al.In)) // router32
 		}
 		if !h.direct {
-			scratch = max(scratch, int64(h.out*h.in*ld.odt.Size()))
+			scratch = max(scratch, int64(h.out*h.in*ld.gemmDT.Size()))
 		}
 	}
 	for g, idx := range fuseGroups() {
@@ -104,7 +104,7 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err erro
 		if fusable(grp) {
 			fuse[g] = true
 			if !grp[0].direct {
-				scratch = max(scratch, groupScratch(grp, ld.odt))
+				scratch = max(scratch, groupScratch(grp, ld.gemmDT))
 			}
 		}
 	}
@@ -205,5 +205,5 @@ func (ld *loader) head(embRaw []byte, embDT device.DType) (*hostLinear, error) {
 	}
 	dts := map[device.DType]string{device.F32: "F32", device.BF16: "BF16", device.F16: "F16"}
 	dense := &quant.Dense{Base: quant.Base{Name: arch.HeadModule, Out: ld.spec.Vocab, In: ld.spec.Hidden, Fmt: "tied"}, DType: dts[embDT], Raw: embRaw}
-	return prepareLinear(dense, ld.odt)
+	return prepareLinear(dense, ld.gemmDT)
 }

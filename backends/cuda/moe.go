@@ -33,7 +33,7 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 	s := b.spec
 	d := ds.d
 	C, E, k, W := s.Hidden, s.MoE.Experts, s.MoE.TopK, s.MoE.Intermediate
-	ds.xaSrc = 0
+	ds.xaCastOf = 0
 	if lw.router32 != 0 {
 		// fp32 routing: the normed rows and the router weight unrounded.
 		if err := d.Gemm(device.Gemm{M: T, N: E, K: C, A: ds.h, B: lw.router32, C: ds.gate, AType: device.F32, BType: device.F32}); err != nil {
@@ -99,15 +99,14 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 			return err
 		}
 		x := &lw.experts[e]
-		ds.xaSrc = 0
+		ds.xaCastOf = 0
 		if err := b.linear(ds, x[arch.ProjGate], ds.moeIn, n, ds.gate, 0); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
 		if err := b.linear(ds, x[arch.ProjUp], ds.moeIn, n, ds.up, 0); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
-		g, bl := ew(n * W)
-		if err := d.Launch(device.KSiluMul, g, bl, 0, ds.gate, ds.gate, ds.up, int32(n*W)); err != nil {
+		if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, n*W); err != nil {
 			return err
 		}
 		if err := b.linear(ds, x[arch.ProjDown], ds.gate, n, ds.moeOut, 0); err != nil {
@@ -124,6 +123,6 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 			}
 		}
 	}
-	ds.xaSrc = 0
+	ds.xaCastOf = 0
 	return d.CopyIn(ds.proj, f32Bytes(acc))
 }

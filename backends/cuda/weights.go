@@ -117,6 +117,11 @@ func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
 		p.kind = device.AQInt8
 	case quant.ActFP8:
 		p.kind = device.AQFP8
+	case quant.ActMXFP4:
+		p.kind = device.AQMXFP4
+		if q.Strategy != "group" || q.GroupSize != 32 || !q.Dynamic || !q.Symmetric {
+			return nil, fmt.Errorf("cuda: %s: MXFP4 activations need dynamic symmetric groups of 32 (have %s, group %d)", module, q.Strategy, q.GroupSize)
+		}
 	case quant.ActFP4:
 		p.kind = device.AQNVFP4
 		if q.Strategy != "tensor_group" && q.Strategy != "group" || q.GroupSize != 16 || !q.Dynamic || !q.Symmetric {
@@ -152,8 +157,8 @@ type hostLinear struct {
 	bufs    [][]byte
 	// direct: a dense weight already in the GEMM dtype is multiplied as is.
 	direct bool
-	// launch dequantizes into dst (N×K of odt) given the device pointers of bufs.
-	launch func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error
+	// launch dequantizes into dst (N×K of gemmDT) given the device pointers of bufs.
+	launch func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error
 	act    *actParams
 }
 
@@ -165,27 +170,10 @@ func (h *hostLinear) bytes() int64 {
 	return n
 }
 
-func grid1(n int) (device.Dim3, device.Dim3) {
-	blocks := (n + 255) / 256
-	if blocks > 4096 {
-		blocks = 4096
-	}
-	if blocks < 1 {
-		blocks = 1
-	}
-	return device.D1(blocks), device.D1(256)
-}
-
-func nilPtr(p []device.Ptr, i int) device.Ptr {
-	if i < len(p) {
-		return p[i]
-	}
-	return 0
-}
-
 // prepareLinear converts a quant.Linear into its device representation for
-// GEMM dtype odt.
-func prepareLinear(l quant.Linear, odt device.DType) (*hostLinear, error) {
+// GEMM dtype gemmDT: the format's own file (dq_<format>.go) fills the buffers
+// and the launch of its dequantization kernel.
+func prepareLinear(l quant.Linear, gemmDT device.DType) (*hostLinear, error) {
 	out, in := l.Shape()
 	h := &hostLinear{module: l.Module(), out: out, in: in, format: l.Format()}
 	var err error
@@ -197,156 +185,36 @@ func prepareLinear(l quant.Linear, odt device.DType) (*hostLinear, error) {
 		// stale GEMM inputs (package quant refuses such checkpoints too)
 		return nil, fmt.Errorf("cuda: %s: activation group size %d does not divide in_features %d", h.module, h.act.gsize, in)
 	}
-	N, K := int32(out), int32(in)
-	n := out * in
-	switch q := l.(type) {
-	case *quant.Dense:
-		idt, ok := dtypeCode(q.DType)
-		raw := q.Raw
-		if !ok { // F64: the GPU computes in at most fp32
-			if q.DType != "F64" {
-				return nil, fmt.Errorf("cuda: %s: dense dtype %s", h.module, q.DType)
-			}
-			vals := make([]float64, n)
-			if err := q.Dequantize(vals); err != nil {
-				return nil, err
-			}
-			raw, idt = f64ToF32Bytes(vals), device.F32
+	for _, prepare := range dequantizers() {
+		ok, err := prepare(l, h, gemmDT)
+		if err != nil {
+			return nil, err
 		}
-		h.bufs = [][]byte{raw}
-		if idt == odt {
-			h.direct = true
+		if ok {
 			return h, nil
 		}
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			return d.Launch(device.KDqDense, g, b, 0, dst, int32(odt), p[0], int32(idt), N, K)
-		}
-	case *quant.PackedInt:
-		sdt, ok := dtypeCode(q.ScaleDType)
-		if !ok {
-			return nil, fmt.Errorf("cuda: %s: scale dtype %s", h.module, q.ScaleDType)
-		}
-		h.bufs = [][]byte{u32Bytes(q.Packed), encodeAs(sdt, q.Scale)}
-		zmode := int32(0)
-		if q.Zero != nil {
-			zb := make([]byte, len(q.Zero))
-			for i, z := range q.Zero {
-				if z < -128 || z > 127 {
-					return nil, fmt.Errorf("cuda: %s: zero point %d outside int8", h.module, z)
-				}
-				zb[i] = byte(int8(z))
-			}
-			h.bufs = append(h.bufs, zb)
-			zmode = 2
-		}
-		gidx := -1
-		if q.GIdx != nil {
-			gidx = len(h.bufs)
-			h.bufs = append(h.bufs, i32Bytes(q.GIdx))
-		}
-		vpw := int32(0)
-		if q.Legacy {
-			vpw = int32(32 / q.Bits)
-		}
-		groups, gs := int32(q.Groups), int32(q.GroupSize)
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			var zp, gi device.Ptr
-			if zmode != 0 {
-				zp = p[2]
-			}
-			if gidx >= 0 {
-				gi = p[gidx]
-			}
-			return d.Launch(device.KDqCTPack, g, b, 0, dst, int32(odt), N, K, p[0], int32(q.WordsPerRow), int32(q.Bits), vpw,
-				p[1], int32(sdt), groups, gs, gi, zmode, zp, int32(0))
-		}
-	case *quant.UnpackedInt:
-		sdt, ok := dtypeCode(q.ScaleDType)
-		if !ok {
-			return nil, fmt.Errorf("cuda: %s: scale dtype %s", h.module, q.ScaleDType)
-		}
-		if q.GIdx != nil {
-			return nil, fmt.Errorf("cuda: %s: g_idx on int-quantized weights is not implemented", h.module)
-		}
-		codes := make([]byte, len(q.Codes))
-		for i, c := range q.Codes {
-			codes[i] = byte(c)
-		}
-		h.bufs = [][]byte{codes, encodeAs(sdt, q.Scale)}
-		if q.Zero != nil {
-			zb := make([]byte, len(q.Zero))
-			for i, z := range q.Zero {
-				zb[i] = byte(int8(z))
-			}
-			h.bufs = append(h.bufs, zb)
-		}
-		bw, groups := int32(q.GroupSize), int32(q.Groups)
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			return d.Launch(device.KDqInt8, g, b, 0, dst, int32(odt), N, K, p[0], p[1], int32(sdt), int32(1), bw, groups, nilPtr(p, 2))
-		}
-	case *quant.FP8:
-		sdt, ok := dtypeCode(q.ScaleDType)
-		if !ok {
-			return nil, fmt.Errorf("cuda: %s: scale dtype %s", h.module, q.ScaleDType)
-		}
-		h.bufs = [][]byte{q.Codes, encodeAs(sdt, q.Scale)}
-		bh, bw, sc := int32(q.BlockRows), int32(q.BlockCols), int32(q.ScaleCols)
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			return d.Launch(device.KDqFP8, g, b, 0, dst, int32(odt), N, K, p[0], p[1], int32(sdt), bh, bw, sc)
-		}
-	case *quant.NVFP4:
-		rdt, ok := dtypeCode(q.OutDType)
-		if !ok {
-			return nil, fmt.Errorf("cuda: %s: NVFP4 output dtype %s", h.module, q.OutDType)
-		}
-		h.bufs = [][]byte{q.Packed, q.Scales}
-		gsc := q.GlobalScale
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			return d.Launch(device.KDqNVFP4, g, b, 0, dst, int32(odt), N, K, p[0], p[1], gsc, int32(0), int32(rdt))
-		}
-	case *quant.MXFP4:
-		h.bufs = [][]byte{q.Packed, q.Scales}
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			return d.Launch(device.KDqNVFP4, g, b, 0, dst, int32(odt), N, K, p[0], p[1], float32(1), int32(1), int32(device.F32))
-		}
-	case *quant.GPTQ:
-		sdt, ok := dtypeCode(q.ScaleDType)
-		if !ok {
-			return nil, fmt.Errorf("cuda: %s: scale dtype %s", h.module, q.ScaleDType)
-		}
-		if 32%q.Bits != 0 {
-			return nil, fmt.Errorf("cuda: %s: %d-bit GPTQ is not implemented", h.module, q.Bits)
-		}
-		h.bufs = [][]byte{u32Bytes(q.QWeight), u32Bytes(q.QZeros), encodeAs(sdt, q.Scales), i32Bytes(q.GIdx)}
-		v1 := int32(1)
-		if q.V2 {
-			v1 = 0
-		}
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			return d.Launch(device.KDqGPTQ, g, b, 0, dst, int32(odt), N, K, p[0], p[1], p[2], int32(sdt), p[3], int32(q.Bits), v1)
-		}
-	case *quant.AWQ:
-		sdt, ok := dtypeCode(q.ScaleDType)
-		if !ok {
-			return nil, fmt.Errorf("cuda: %s: scale dtype %s", h.module, q.ScaleDType)
-		}
-		h.bufs = [][]byte{u32Bytes(q.QWeight), u32Bytes(q.QZeros), encodeAs(sdt, q.Scales)}
-		gs := int32(q.GroupSize)
-		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
-			g, b := grid1(n)
-			return d.Launch(device.KDqAWQ, g, b, 0, dst, int32(odt), N, K, p[0], p[1], p[2], int32(sdt), gs)
-		}
-	default:
-		return nil, fmt.Errorf("cuda: %s: format %s (%T) has no kernel", h.module, l.Format(), l)
 	}
-	return h, nil
+	return nil, fmt.Errorf("cuda: %s: format %s (%T) has no kernel", h.module, l.Format(), l)
+}
+
+// A dequantizer prepares h for l when l is its format's Linear type (ok
+// false otherwise): h.bufs, and h.launch or h.direct.
+type dequantizer func(l quant.Linear, h *hostLinear, gemmDT device.DType) (ok bool, err error)
+
+// dequantizers returns one entry per format (each in its dq_<format>.go
+// beside kernels/dq_<format>.cu); a function, not a variable, so that
+// nothing can change it.
+func dequantizers() []dequantizer {
+	return []dequantizer{prepareDense, prepareCTPack, prepareCTInt, prepareFP8, prepareNVFP4, prepareMXFP4, prepareGPTQ, prepareAWQ}
+}
+
+// scaleDType maps a format's scale dtype to a kernel dtype code.
+func scaleDType(module, dt string) (device.DType, error) {
+	sdt, ok := dtypeCode(dt)
+	if !ok {
+		return 0, fmt.Errorf("cuda: %s: scale dtype %s", module, dt)
+	}
+	return sdt, nil
 }
 
 // devLinear is an uploaded Linear.
@@ -373,11 +241,11 @@ func upload(d device.Device, h *hostLinear) (*devLinear, error) {
 
 // weight returns a device pointer to the GEMM operand: the stored weight
 // itself or its dequantization into scratch.
-func (l *devLinear) weight(d device.Device, scratch device.Ptr, odt device.DType) (device.Ptr, error) {
+func (l *devLinear) weight(d device.Device, scratch device.Ptr, gemmDT device.DType) (device.Ptr, error) {
 	if l.direct {
 		return l.ptrs[0], nil
 	}
-	if err := l.launch(d, l.ptrs, scratch, odt); err != nil {
+	if err := l.launch(d, l.ptrs, scratch, gemmDT); err != nil {
 		return 0, fmt.Errorf("cuda: dequantizing %s (%s): %w", l.module, l.format, err)
 	}
 	return scratch, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
+	"github.com/qppl/qppl/internal/atomicfile"
 )
 
 // demoScheme is one quantization of the demo model and its plot label
@@ -79,7 +80,7 @@ func runDemo(c *cli.Context) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	text := filepath.Join(dir, "demo.txt")
-	if err := os.WriteFile(text, []byte(fixtures.DemoText()), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(text, []byte(fixtures.DemoText()), 0o644); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 

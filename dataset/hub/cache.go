@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/qppl/qppl/internal/atomicfile"
 )
 
 // SnapshotDir returns the snapshot directory of repo at revision in the hub
@@ -106,22 +108,5 @@ func writeRef(storage, revision, commit string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".ref-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(commit)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return atomicfile.WriteBytes(p, []byte(commit), 0o644)
 }

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/qppl/qppl/internal/atomicfile"
 )
 
 // Client downloads files from a Hugging Face hub into a hub cache laid out
@@ -463,21 +465,10 @@ func linkBlob(blob, snap string) error {
 		return err
 	}
 	defer src.Close()
-	tmp := snap + ".tmp"
-	dst, err := os.Create(tmp)
-	if err != nil {
+	return atomicfile.Write(snap, 0o644, func(w io.Writer) error {
+		_, err := io.Copy(w, src)
 		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := dst.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, snap)
+	})
 }
 
 // progressMeter writes "name: x / y MB (z MB/s)" at most every 200 ms.

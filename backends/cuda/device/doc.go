@@ -10,7 +10,11 @@
 // kinds are checked against the kernel's signature (see Kernels), and the
 // launch geometry against the CUDA limits (CheckGeometry), by both
 // implementations, so an argument-list or geometry mistake fails in the
-// emulator's tests before it can reach a GPU. A device that needs memory for
+// emulator's tests before it can reach a GPU. Callers never launch by name:
+// each kernel has one typed wrapper (LaunchRope, ...; launch.go, and the
+// dequantization kernels' in backends/cuda/dq_*.go) taking the kernel's
+// parameters under the prototype's names and owning its launch geometry,
+// and a test checks table, wrappers and .cu prototypes against each other. A device that needs memory for
 // itself (a GPU) says so through the optional Reserver interface.
 //
 // Errors: every method returns an error instead of panicking; out of memory

@@ -1,10 +1,11 @@
 package device
 
-// Kernel names of backends/cuda/kernels and their parameter kinds (one
-// letter per parameter: p pointer, i int32, u uint32, f float32). The
-// emulator's table is checked against this one in emu's tests; the GPU
-// implementation uses it to check arguments before a launch and to find
-// each kernel's PTX module.
+import "slices"
+
+// Kernel names of backends/cuda/kernels. Every kernel is launched through
+// its typed wrapper (launch.go here; the dequantization kernels' wrappers
+// sit beside the Go code that uploads their format, backends/cuda/dq_*.go),
+// never by name elsewhere.
 const (
 	KFill        = "fill_f32"
 	KCastAct     = "cast_act"
@@ -21,24 +22,23 @@ const (
 	KSiluMulCat  = "silu_mul_cat"
 	KLogitsStats = "logits_stats"
 	KLogSoftmax  = "log_softmax_rows"
-	KDqDense     = "dq_dense"
-	KDqCTPack    = "dq_ct_pack"
-	KDqNVFP4     = "dq_nvfp4"
-	KDqFP8       = "dq_fp8"
-	KDqInt8      = "dq_int8"
-	KDqGPTQ      = "dq_gptq"
-	KDqAWQ       = "dq_awq"
 	KActQuant    = "act_quant"
 	KDqGGML      = "dq_ggml"
 )
 
-// KernelInfo is a kernel's signature and the .cu file (PTX module) holding it.
+// KernelInfo is a kernel's signature (one letter per parameter: p pointer,
+// i int32, u uint32, f float32) and the .cu file (PTX module) holding it.
 type KernelInfo struct {
 	Sig    string
 	Source string
 }
 
-// Kernels returns the kernel table (a fresh map each call).
+// Kernels returns the kernel table (a fresh map each call). The emulator
+// checks its compiled kernels against it when a device is created, the GPU
+// implementation checks every launch's arguments against it and finds each
+// kernel's PTX module through it, and TestKernelTableMatchesSources checks
+// it, and every wrapper's arguments, against the prototypes in the .cu
+// files.
 func Kernels() map[string]KernelInfo {
 	return map[string]KernelInfo{
 		KFill:        {"pif", "elementwise"},
@@ -56,21 +56,31 @@ func Kernels() map[string]KernelInfo {
 		KSiluMulCat:  {"ppii", "fused"},
 		KLogitsStats: {"piipppippip", "logits"},
 		KLogSoftmax:  {"pii", "logits"},
-		KDqDense:     {"pipiii", "dequant"},
-		KDqCTPack:    {"piiipiiipiiipipi", "dequant"},
-		KDqNVFP4:     {"piiippfii", "dequant"},
-		KDqFP8:       {"piiippiiii", "dequant"},
-		KDqInt8:      {"piiippiiiip", "dequant"},
-		KDqGPTQ:      {"piiipppipii", "dequant"},
-		KDqAWQ:       {"piiipppii", "dequant"},
 		KActQuant:    {"pipiiiiiifff", "actquant"},
+		// one line per dequantization kernel (kernels/dq_<format>.cu)
+		"dq_dense":   {"pipiii", "dq_dense"},
+		"dq_ct_pack": {"piiipiiipiiipipi", "dq_ctpack"},
+		"dq_int8":    {"piiippiiiip", "dq_ctint"},
+		"dq_fp8":     {"piiippiiii", "dq_fp8"},
+		"dq_nvfp4":   {"piiippfii", "dq_nvfp4"},
+		"dq_mxfp4":   {"piiipp", "dq_mxfp4"},
+		"dq_gptq":    {"piiipppipii", "dq_gptq"},
+		"dq_awq":     {"piiipppii", "dq_awq"},
 		KDqGGML:      {"piiipip", "ggml"},
 	}
 }
 
-// Sources lists the kernel source files (without .cu), one PTX module each.
+// Sources lists the kernel source files (without .cu), one PTX module
+// each, sorted: the Source values of Kernels.
 func Sources() []string {
-	return []string{"elementwise", "norm", "attention", "logits", "dequant", "actquant", "ggml", "fused"}
+	var s []string
+	for _, k := range Kernels() {
+		if !slices.Contains(s, k.Source) {
+			s = append(s, k.Source)
+		}
+	}
+	slices.Sort(s)
+	return s
 }
 
 // Attention launch geometry (kernels/attention.cu ATT_BQ, ATT_BK, ATT_MAXD).
@@ -101,4 +111,5 @@ const (
 	AQInt8  = 0
 	AQFP8   = 1
 	AQNVFP4 = 2
+	AQMXFP4 = 3
 )

@@ -11,7 +11,14 @@
 #include "k_norm.h"
 #include "k_attention.h"
 #include "k_logits.h"
-#include "k_dequant.h"
+#include "k_dq_dense.h"
+#include "k_dq_ctpack.h"
+#include "k_dq_ctint.h"
+#include "k_dq_fp8.h"
+#include "k_dq_nvfp4.h"
+#include "k_dq_mxfp4.h"
+#include "k_dq_gptq.h"
+#include "k_dq_awq.h"
 #include "k_actquant.h"
 #include "k_ggml.h"
 #include "k_fused.h"
@@ -47,12 +54,14 @@ template <auto F> static void invoke(const uint64_t *v) { Sig<decltype(F)>::invo
 #define K(name, sync) {#name, Sig<decltype(&name)>::str(), &invoke<&name>, sync}
 
 static const EmuKernel table[] = {
-    K(fill_f32, 0),  K(cast_act, 0),   K(embed_gather, 0), K(add_inplace, 0), K(add_bias_rows, 0),
-    K(silu_mul, 0),  K(rope, 0),       K(rms_norm, 1),     K(attention, 1),   K(logits_stats, 1),
-    K(dq_dense, 0),  K(dq_ct_pack, 0), K(dq_nvfp4, 0),     K(dq_fp8, 0),      K(dq_int8, 0),
-    K(dq_gptq, 0),   K(dq_awq, 0),     K(act_quant, 1), K(dq_ggml, 0),
-    K(attn_prep, 0), K(attn_softmax, 1), K(log_softmax_rows, 1),
-    K(split_qkv, 0), K(silu_mul_cat, 0),
+    K(fill_f32, 0),   K(cast_act, 0),     K(embed_gather, 0), K(add_inplace, 0),  K(add_bias_rows, 0),
+    K(silu_mul, 0),   K(rope, 0),         K(rms_norm, 1),     K(attention, 1),    K(logits_stats, 1),
+    K(act_quant, 1),
+    // one line per dequantization kernel file (kernels/dq_*.cu)
+    K(dq_dense, 0),   K(dq_ct_pack, 0),   K(dq_int8, 0),      K(dq_fp8, 0),       K(dq_nvfp4, 0),
+    K(dq_mxfp4, 0),   K(dq_gptq, 0),      K(dq_awq, 0),
+    K(dq_ggml, 0),
+    K(attn_prep, 0),  K(attn_softmax, 1), K(log_softmax_rows, 1), K(split_qkv, 0), K(silu_mul_cat, 0),
 };
 
 extern "C" int emu_kernel_count(void) { return (int)(sizeof table / sizeof table[0]); }

@@ -105,7 +105,7 @@ func TestSchemes(t *testing.T) {
 				dir = filepath.Join(t.TempDir(), sc)
 				gs := 0
 				switch sc {
-				case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ":
+				case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG":
 					gs = 32
 				}
 				if err := quantizer.Quantize(dense, dir, sc, quantizer.Options{Seed: 3, GroupSize: gs}); err != nil {

@@ -1,11 +1,26 @@
 // actquant.cu: run-time fake quantization of a Linear's input (formats.md
 // section 8.2), in fp32 instead of float64, writing the quantized-dequantized
-// activation in the GEMM dtype odt.
+// activation in the GEMM dtype gemmDT.
 #include "common.cuh"
 
 #define AQ_INT8 0
 #define AQ_FP8 1
 #define AQ_NVFP4 2
+#define AQ_MXFP4 3
+
+// mx_scale is compressed-tensors' MXFP4 group scale for amax > 0
+// (generate_mxfp4_scales): amax rounded to a power of two, up when its
+// significand is >= 1.75, then 2^(e - 2), e clamped to [-127, 128].
+// Reference: quant.MXScale.
+__device__ __forceinline__ float mx_scale(float amax) {
+	int k;
+	float frac = frexpf(amax, &k);
+	int e = k - 1 + (frac >= 0.875f ? 1 : 0);
+	e = e - 2;
+	if (e < -127) e = -127;
+	if (e > 128) e = 128;
+	return ldexpf(1.0f, e);
+}
 
 // aq_one quantizes one value x with effective scale eff and zero point zp.
 __device__ __forceinline__ float aq_one(float x, float amax, float eff, float zp, int kind, int pin) {
@@ -31,10 +46,11 @@ __device__ __forceinline__ float aq_one(float x, float amax, float eff, float zp
 //     symmetric: s = amax / D (int8 pins ±amax to ±127.5);
 //     asymmetric int8: s = (mx - mn)/255, zp = RHE(clamp(-128 - mn/s)).
 //     NVFP4: s = E4M3(clamp(gscale*(amax/6), ±448)), 0 -> 0.125, eff = s / gscale.
+//     MXFP4 (kind 3, group 32): eff = mx_scale(amax), E2M1 codes.
 //   dynamic 0: static s (scale) and zp.
 //   A zero scale (all-zero group) gives zeros.
 // Launch: grid rows, block 128. Reference: quant's ActQuantizer.Quantize.
-EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows, int cols, int kind, int gsize,
+EXTERN_C __global__ void act_quant(void *out, int gemmDT, const float *x, int rows, int cols, int kind, int gsize,
 				   int dynamic, int sym, float scale, float zp, float gscale) {
 	__shared__ float red[32];
 	int r = blockIdx.x;
@@ -44,7 +60,7 @@ EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows,
 	const float D = kind == AQ_INT8 ? 127.5f : (kind == AQ_FP8 ? 448.0f : 6.0f);
 	if (!dynamic) {
 		for (int c = threadIdx.x; c < cols; c += blockDim.x)
-			st_dt(out, base + c, scale == 0.0f ? 0.0f : aq_one(xr[c], 0.0f, scale, zp, kind, 0), odt);
+			st_dt(out, base + c, scale == 0.0f ? 0.0f : aq_one(xr[c], 0.0f, scale, zp, kind, 0), gemmDT);
 		return;
 	}
 	if (gsize > 0) { // groups of gsize consecutive columns: one thread per group
@@ -58,12 +74,14 @@ EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows,
 				float s = e4m3_rne(fminf(fmaxf(gscale * (amax / 6.0f), -448.0f), 448.0f));
 				if (s == 0.0f) s = 0.125f;
 				eff = s / gscale;
+			} else if (kind == AQ_MXFP4) {
+				eff = amax > 0.0f ? mx_scale(amax) : 0.0f;
 			} else {
 				eff = amax / D;
 			}
 			for (int c = 0; c < gsize; c++) {
 				float v = (eff == 0.0f) ? 0.0f : aq_one(xg[c], amax, eff, 0.0f, kind, 0);
-				st_dt(out, base + g * gsize + c, v, odt);
+				st_dt(out, base + g * gsize + c, v, gemmDT);
 			}
 		}
 		return;
@@ -86,5 +104,5 @@ EXTERN_C __global__ void act_quant(void *out, int odt, const float *x, int rows,
 		if (eff != 0.0f) z = rintf(fminf(fmaxf(-128.0f - mn / eff, -128.0f), 127.0f));
 	}
 	for (int c = threadIdx.x; c < cols; c += blockDim.x)
-		st_dt(out, base + c, eff == 0.0f ? 0.0f : aq_one(xr[c], amax, eff, z, kind, pin), odt);
+		st_dt(out, base + c, eff == 0.0f ? 0.0f : aq_one(xr[c], amax, eff, z, kind, pin), gemmDT);
 }

@@ -245,6 +245,23 @@ func packB(bp, b []float64, ldb int, transB bool, j0, j1, k0, kb int) {
 		dst := bp[r*nr*kb : (r+1)*nr*kb]
 		jr := j0 + r*nr
 		w := min(nr, j1-jr)
+		if transB && w == nr {
+			base := jr*ldb + k0
+			r0 := b[base : base+kb]
+			r1 := b[base+ldb : base+ldb+kb]
+			r2 := b[base+2*ldb : base+2*ldb+kb]
+			r3 := b[base+3*ldb : base+3*ldb+kb]
+			r4 := b[base+4*ldb : base+4*ldb+kb]
+			r5 := b[base+5*ldb : base+5*ldb+kb]
+			r6 := b[base+6*ldb : base+6*ldb+kb]
+			r7 := b[base+7*ldb : base+7*ldb+kb]
+			for q := range r0 {
+				d := (*[nr]float64)(dst[q*nr : q*nr+nr])
+				d[0], d[1], d[2], d[3] = r0[q], r1[q], r2[q], r3[q]
+				d[4], d[5], d[6], d[7] = r4[q], r5[q], r6[q], r7[q]
+			}
+			continue
+		}
 		if transB {
 			for j := 0; j < nr; j++ {
 				if j >= w {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/detmath"
 	"github.com/qppl/qppl/gemm"
 	"github.com/qppl/qppl/quant"
 )
@@ -113,8 +114,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	for t := 0; t < T; t++ {
 		for i, f := range m.invFreq {
 			a := float64(t) * f
-			ws.cos[t*half+i] = math.Cos(a)
-			ws.sin[t*half+i] = math.Sin(a)
+			ws.sin[t*half+i], ws.cos[t*half+i] = detmath.Sincos(a)
 		}
 	}
 
@@ -179,7 +179,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 				}
 			}
 			for i, g := range ws.gate[:T*d.I] {
-				ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
+				ws.gate[i] = g / (1 + detmath.Exp(-g)) * ws.up[i] // silu(g) * u
 			}
 			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 				return err
@@ -234,7 +234,7 @@ func rmsNorm(dst, x, w []float64, rows, n int, eps float64) {
 		xr := x[r*n : (r+1)*n]
 		var ss float64
 		for _, v := range xr {
-			ss += v * v
+			ss += float64(v * v) // no fused multiply-add: the same bits on every GOARCH
 		}
 		inv := 1 / math.Sqrt(ss/float64(n)+eps)
 		dr := dst[r*n : (r+1)*n]
@@ -255,8 +255,8 @@ func rope(x, cos, sin []float64, T, heads, D int) {
 			v := x[(t*heads+h)*D : (t*heads+h+1)*D]
 			for i := 0; i < half; i++ {
 				a, b := v[i], v[i+half]
-				v[i] = a*c[i] - b*s[i]
-				v[i+half] = b*c[i] + a*s[i]
+				v[i] = float64(a*c[i]) - float64(b*s[i]) // products rounded: never fused
+				v[i+half] = float64(b*c[i]) + float64(a*s[i])
 			}
 		}
 	}
@@ -311,7 +311,7 @@ func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T int, d d
 			}
 			var sum float64
 			for j := 0; j <= i; j++ {
-				e := math.Exp(row[j] - mx)
+				e := detmath.Exp(row[j] - mx)
 				row[j] = e
 				sum += e
 			}
@@ -433,9 +433,9 @@ func logSoftmax(x []float64) error {
 	}
 	var s float64
 	for _, v := range x {
-		s += math.Exp(v - mx)
+		s += detmath.Exp(v - mx)
 	}
-	lse := mx + math.Log(s)
+	lse := mx + detmath.Log(s)
 	for i, v := range x {
 		x[i] = v - lse
 	}

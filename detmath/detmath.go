@@ -18,7 +18,7 @@ import "math"
 // results that underflow are subnormal or 0, overflow gives +Inf.
 func Exp(x float64) float64 {
 	const (
-		overflow  = 0x1.62e42fefa39efp+9 // 709.78…: largest x with a finite result
+		overflow  = 0x1.62e42fefa39efp+9  // 709.78…: largest x with a finite result
 		underflow = -0x1.74910d52d3052p+9 // -745.13…: below, the result rounds to 0
 		log2e     = 0x1.71547652b82fep+0
 		ln2hi     = 0x1.62e42fefa39efp-1

@@ -236,3 +236,11 @@ func cpuSeconds() float64 {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
+
+func TestMachinePeak(t *testing.T) {
+	p := MachinePeak()
+	t.Logf("%+v: %.1f GFLOP/s", p, p.GFLOPs())
+	if p.Cores < 1 || p.FlopsPerCycle < 4 || p.GHz < 0 {
+		t.Fatalf("implausible peak %+v", p)
+	}
+}

@@ -196,3 +196,12 @@ func Sincos(x float64) (sin, cos float64) {
 		return -c, s
 	}
 }
+
+// ExpTo sets dst[i] = Exp(src[i]) for every i (dst may be src; len(dst)
+// >= len(src)). On amd64 with AVX2+FMA (unless QPPL_NOASM=1) it computes
+// four at a time in assembly with exactly Exp's operations, so the bits are
+// Exp's.
+func ExpTo(dst, src []float64) {
+	_ = dst[:len(src)]
+	expTo(dst, src)
+}

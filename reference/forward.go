@@ -178,8 +178,14 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 					return err
 				}
 			}
+			// silu(g)·u = g/(1+exp(−g))·u, the exponentials computed as a vector.
+			e := ws.xin[:T*d.I]
 			for i, g := range ws.gate[:T*d.I] {
-				ws.gate[i] = g / (1 + detmath.Exp(-g)) * ws.up[i] // silu(g) * u
+				e[i] = -g
+			}
+			detmath.ExpTo(e, e)
+			for i, g := range ws.gate[:T*d.I] {
+				ws.gate[i] = g / (1 + e[i]) * ws.up[i]
 			}
 			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 				return err
@@ -309,10 +315,12 @@ func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T int, d d
 				row[j] *= scale
 				mx = max(mx, row[j])
 			}
-			var sum float64
 			for j := 0; j <= i; j++ {
-				e := detmath.Exp(row[j] - mx)
-				row[j] = e
+				row[j] -= mx
+			}
+			detmath.ExpTo(row[:i+1], row[:i+1])
+			var sum float64
+			for _, e := range row[:i+1] {
 				sum += e
 			}
 			for j := 0; j <= i; j++ {
@@ -391,8 +399,9 @@ func (m *model) logSoftmaxRows(x []float64, n, v, first int) error {
 	errs := make([]error, n)
 	workers := min(m.threads, n)
 	if workers <= 1 {
+		tmp := make([]float64, v)
 		for i := 0; i < n; i++ {
-			errs[i] = logSoftmax(x[i*v : (i+1)*v])
+			errs[i] = logSoftmax(x[i*v:(i+1)*v], tmp)
 		}
 	} else {
 		var wg sync.WaitGroup
@@ -400,8 +409,9 @@ func (m *model) logSoftmaxRows(x []float64, n, v, first int) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				tmp := make([]float64, v)
 				for i := w; i < n; i += workers {
-					errs[i] = logSoftmax(x[i*v : (i+1)*v])
+					errs[i] = logSoftmax(x[i*v:(i+1)*v], tmp)
 				}
 			}()
 		}
@@ -422,8 +432,8 @@ func defaultVocabBlock(V, C int) int {
 }
 
 // logSoftmax replaces x by x − (max + log Σ exp(x − max)), as torch's
-// log_softmax, and fails on non-finite logits.
-func logSoftmax(x []float64) error {
+// log_softmax, and fails on non-finite logits. tmp is scratch of len(x).
+func logSoftmax(x, tmp []float64) error {
 	mx := math.Inf(-1)
 	for _, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -431,9 +441,14 @@ func logSoftmax(x []float64) error {
 		}
 		mx = max(mx, v)
 	}
+	tmp = tmp[:len(x)]
+	for i, v := range x {
+		tmp[i] = v - mx
+	}
+	detmath.ExpTo(tmp, tmp)
 	var s float64
-	for _, v := range x {
-		s += detmath.Exp(v - mx)
+	for _, e := range tmp {
+		s += e
 	}
 	lse := mx + detmath.Log(s)
 	for i, v := range x {

@@ -1,7 +1,7 @@
-// Package gemm owns qppl's float64 matrix products: register-blocked
-// micro-kernels (Go assembly for AVX2+FMA on amd64, a pure-Go fallback
-// everywhere), the packing of both operands into panels, L1/L2 blocking and
-// the spreading of output blocks over goroutines.
+// Package gemm owns qppl's float64 matrix products: register-blocked 6×8
+// micro-kernels (Go assembly for AVX2+FMA on amd64 and NEON on arm64, a
+// pure-Go math.FMA fallback everywhere), the packing of both operands into
+// panels, L1/L2 blocking and the spreading of output blocks over goroutines.
 //
 // # Determinism
 //
@@ -10,13 +10,14 @@
 //
 //	c[i][j] = fma(a[i][K-1], b[K-1][j], … fma(a[i][1], b[1][j], fma(a[i][0], b[0][j], 0)) …)
 //
-// An FMA rounds once, so the instruction (VFMADD231PD, FMLA) and Go's
+// An FMA rounds once, so the instructions (VFMADD231PD, FMLA) and Go's
 // math.FMA give the same bits. Blocking over k stores the running sum in C
 // and reloads it unchanged, so neither the block sizes, the tile a thread
 // happens to compute, the number of threads nor the kernel (assembly or
 // fallback) can change a single bit of the result: it depends only on the
-// operands. Tests assert this for many shapes, thread counts and both
-// kernels; QPPL_NOASM=1 forces the fallback at run time.
+// operands. Tests assert this for many shapes, thread counts and every
+// kernel (make arm64-check runs them on arm64 under qemu); QPPL_NOASM=1
+// forces the fallback at run time.
 //
 // # Layout
 //

@@ -31,6 +31,7 @@ const (
 	KernelAuto = ""     // the fastest kernel the CPU supports, unless QPPL_NOASM=1
 	KernelGo   = "go"   // pure Go with math.FMA
 	KernelAVX2 = "avx2" // amd64 AVX2+FMA assembly
+	KernelNEON = "neon" // arm64 NEON (FMLA) assembly
 )
 
 // Kernels lists the kernels that run on this CPU, fallback first.

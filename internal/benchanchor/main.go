@@ -100,7 +100,7 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 		if sh.torch && !torchOK {
 			fmt.Printf("# %s: PyTorch anchor skipped: /usr/bin/python3 cannot import torch and numpy (apt-get install -y python3-torch python3-numpy)\n", sh.name)
 		}
-		var tq, tt, ratios, cpuRatios, qcpu, tcpu, rss []float64
+		var tq, tt, ratios, qcpu, tcpu, rss []float64
 		for r := 0; r < repeats; r++ {
 			load0 := loadavg()
 			if doTorch {
@@ -118,7 +118,6 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 			line := fmt.Sprintf("# %s repeat %d: qppl eval %.2f s wall, %.2f CPU-s, peak RSS %.0f MB", sh.name, r+1, wall, cpu, maxrss)
 			if doTorch {
 				ratios = append(ratios, tt[r]/wall)
-				cpuRatios = append(cpuRatios, tcpu[r]/cpu)
 				line += fmt.Sprintf("; torch forward %.2f s (process %.2f CPU-s); ratio %.2f", tt[r], tcpu[r], tt[r]/wall)
 			}
 			fmt.Printf("%s; load average %s → %s\n", line, load0, loadavg())
@@ -126,18 +125,19 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 		q := median(tq)
 		bench := "BenchmarkAnchor_" + sh.name + fmt.Sprintf("_T%d", n)
 		if doTorch {
-			fmt.Printf("%s/torch_f64_forward 1 %.0f ns/op %.2f tokens/s %.1f GFLOP/s %.1f %%peak\n",
-				bench, median(tt)*1e9, float64(n)/median(tt), flop/median(tt)/1e9, 100*flop/median(tt)/1e9/peak.GFLOPs())
+			fmt.Printf("%s/torch_f64_forward 1 %.0f ns/op %.2f tokens/s %.1f GFLOP/s %.1f %%peak %.2f process_cpu_s\n",
+				bench, median(tt)*1e9, float64(n)/median(tt), flop/median(tt)/1e9, 100*flop/median(tt)/1e9/peak.GFLOPs(), median(tcpu))
 		}
-		line := fmt.Sprintf("%s/qppl_eval_process 1 %.0f ns/op %.2f tokens/s %.1f GFLOP/s %.1f %%peak %.0f peakRSS_MB %.2f cpu_s/op",
+		line := fmt.Sprintf("%s/qppl_eval_process 1 %.0f ns/op %.2f tokens/s %.1f GFLOP/s %.1f %%peak %.0f peakRSS_MB %.2f process_cpu_s",
 			bench, q*1e9, float64(n)/q, flop/q/1e9, 100*flop/q/1e9/peak.GFLOPs(), slices.Max(rss), median(qcpu))
 		if doTorch {
-			line += fmt.Sprintf(" %.2f x_torch %.2f x_torch_cpu", median(ratios), median(cpuRatios))
+			line += fmt.Sprintf(" %.2f x_torch", median(ratios))
 		}
 		fmt.Println(line)
 	}
 	fmt.Println("# x_torch = torch float64 forward seconds / qppl whole-process seconds (median of interleaved pairs; > 1: qppl faster).")
-	fmt.Println("# x_torch_cpu = the same with CPU-seconds (torch: its whole process). On a shared machine both vary with the load.")
+	fmt.Println("# process_cpu_s: CPU-seconds of the whole process (torch's runs the forward twice: warm-up and timed). Wall times and")
+	fmt.Println("# x_torch vary with the machine's load: compare runs on a quiet machine.")
 	return nil
 }
 

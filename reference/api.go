@@ -12,6 +12,7 @@ import (
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/gemm"
 	"github.com/qppl/qppl/quant"
 )
 
@@ -57,6 +58,11 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 }
 
 func newBackend(cfg *checkpoint.Config, src source, threads int) (*Backend, error) {
+	return newBackendKernel(cfg, src, threads, gemm.KernelAuto)
+}
+
+// newBackendKernel is newBackend with an explicit gemm kernel (tests).
+func newBackendKernel(cfg *checkpoint.Config, src source, threads int, kernel string) (*Backend, error) {
 	spec, err := arch.For(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
@@ -68,6 +74,9 @@ func newBackend(cfg *checkpoint.Config, src source, threads int) (*Backend, erro
 	mod.threads = threads
 	if mod.threads <= 0 {
 		mod.threads = runtime.GOMAXPROCS(0)
+	}
+	if mod.mul, err = gemm.NewKernel(mod.threads, kernel); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
 	}
 	return &Backend{m: mod}, nil
 }

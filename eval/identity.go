@@ -166,13 +166,22 @@ func flatten(prefix string, v any, out map[string]string) {
 	out[prefix] = string(b)
 }
 
+// reduceBootstrap maps --bootstrap (0 = off; negative, as before, off too)
+// to ReduceOptions.Bootstrap (< 0 = off).
+func reduceBootstrap(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
 // Reduce reduces window results (in any order) and fills the result's
 // descriptive fields from the run identity. Evaluate, resumed runs and
 // merged shards all end here, so they write the same result.
 func Reduce(results []compare.WindowResult, id *Identity) (compare.Result, error) {
 	res, err := compare.Reduce(results, compare.ReduceOptions{
 		Method: compare.Method(id.Data.Method), Words: id.Words, Bytes: id.Bytes, KLMode: id.KLMode, TopK: id.TopK,
-		Bootstrap: id.Bootstrap, Seed: id.Seed, Ctx: id.Data.Ctx, Stride: id.Data.Stride,
+		Bootstrap: reduceBootstrap(id.Bootstrap), Seed: id.Seed, Ctx: id.Data.Ctx, Stride: id.Data.Stride,
 	})
 	if err != nil {
 		return res, err

@@ -113,7 +113,7 @@ func evalFlags() []cli.Flag {
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode"},
 		&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q (kept for old scripts)", Hidden: true},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
-		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
+		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: fmt.Sprintf("window-bootstrap resamples for the 95%% PPL interval: 0 = off, else %d to %d", compare.MinBootstrap, compare.MaxBootstrap)},
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
 		&cli.StringFlag{Name: "run-dir", Usage: "journal every finished window in DIR; the same command resumes an interrupted run (docs/runs.md)"},
 		&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge; auto: from a Slurm job array or a Kubernetes Indexed Job (docs/runs.md)"},
@@ -484,6 +484,9 @@ func (o *evalOptions) checkFlags(method compare.Method) error {
 	}
 	if n != 1 {
 		return errors.New("eval: give exactly one of --text FILE, --tokens FILE.i32 or --dataset wikitext2")
+	}
+	if err := compare.CheckBootstrap(o.Bootstrap); err != nil {
+		return fmt.Errorf("eval: %w", err)
 	}
 	if o.Dataset != "" && o.Dataset != "wikitext2" {
 		return fmt.Errorf("eval: unknown --dataset %q (want wikitext2)", o.Dataset)

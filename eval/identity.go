@@ -50,6 +50,12 @@ type Identity struct {
 
 	// Shard is "I/N" for a sharded run, "" for a whole run.
 	Shard string `json:"shard"`
+
+	// AllowUnusedTensors and UnusedTensors: --allow-unused-tensors and the
+	// tensors the backend left unused (absent otherwise, so that journals
+	// written before them still match).
+	AllowUnusedTensors bool     `json:"allow_unused_tensors,omitempty"`
+	UnusedTensors      []string `json:"unused_tensors,omitempty"`
 }
 
 // Canonical returns the identity as JSON with sorted keys at every level.
@@ -191,6 +197,7 @@ func Reduce(results []compare.WindowResult, id *Identity) (compare.Result, error
 	res.Method, res.Ctx, res.Stride, res.Rows = id.Data.Method, id.Data.Ctx, id.Data.Stride, id.Data.Rows
 	res.Data, res.DataSpecHash, res.TokensHash = id.Data, id.DataSpecHash, id.Data.TokensHash
 	res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format
+	res.AllowUnusedTensors, res.UnusedTensors = id.AllowUnusedTensors, id.UnusedTensors
 	if res.KLD != nil && id.KLBaseKey != "" {
 		res.KLD.BaseFormat = id.KLBaseFormat
 		res.KLD.BaseKey = id.KLBaseKey

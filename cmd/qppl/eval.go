@@ -205,12 +205,20 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 		defer save.Abort()
 	}
+	usage := m.TrackUsage() // the backend refuses unused tensors unless allowed: then they are recorded
 	be, err := openBackend(m, o.Backend)
+	usage.Stop()
 	if err != nil {
 		return err
 	}
 	defer be.Close()
 	id := o.identity(m, be.Info(), data, klMode, modelHash, shard, base, stderr)
+	if o.Backend.AllowUnused {
+		id.AllowUnusedTensors, id.UnusedTensors = true, usage.Unused()
+		if len(id.UnusedTensors) > 0 {
+			fmt.Fprintf(stderr, "qppl: warning: --allow-unused-tensors: %d tensor(s) of %s are not used: %s\n", len(id.UnusedTensors), dir, strings.Join(id.UnusedTensors, ", "))
+		}
+	}
 	var rd *eval.RunDir
 	if o.RunDir != "" {
 		if rd, err = openEvalRunDir(o.RunDir, id, data.Windows, stderr); err != nil {

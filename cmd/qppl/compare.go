@@ -224,7 +224,7 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 		return res.Paths[0], nil
 	}}
 	if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
-		po.Model = modelVocabulary(cfg)
+		po.Model = modelVocabulary(cfg, "")
 	} else {
 		po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
 	}
@@ -396,6 +396,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 				}
 			}
 		}
+	}
+	if err := checkTokenizerModels(spec.TokenizerDir, models); err != nil {
+		return nil, nil, fmt.Errorf("compare: %w", err)
 	}
 	return spec, models, nil
 }

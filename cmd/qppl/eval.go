@@ -323,7 +323,7 @@ func (o *evalOptions) prepareOptions(method compare.Method, dir string, cfg *che
 	return eval.PrepareOptions{
 		Source:    eval.Source{Text: o.Text, TextReader: o.stdinFor(o.Text), Tokens: o.Tokens, Dataset: o.Dataset, Join: o.Join},
 		Tokenizer: tok,
-		Model:     modelVocabulary(cfg),
+		Model:     modelVocabulary(cfg, dir),
 		Method:    method, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows,
 		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
 			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
@@ -341,8 +341,8 @@ func (o *evalOptions) stdinFor(name string) io.Reader {
 }
 
 // modelVocabulary is what eval.Prepare needs of config.json.
-func modelVocabulary(cfg *checkpoint.Config) eval.Vocabulary {
-	return eval.Vocabulary{Size: cfg.VocabSize, BOS: cfg.BOSTokenID, EOS: cfg.EOSTokenID}
+func modelVocabulary(cfg *checkpoint.Config, dir string) eval.Vocabulary {
+	return eval.Vocabulary{Size: cfg.VocabSize, BOS: cfg.BOSTokenID, EOS: cfg.EOSTokenID, Dir: dir}
 }
 
 // openBase opens --kld-base and checks it against the run before any

@@ -107,7 +107,7 @@ func evalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nll-out", Usage: "write every scored token's NLL (float64 LE, window order)"},
 		&cli.StringFlag{Name: "tokens-out", Usage: "per-token dump: FILE.jsonl or FILE.csv (window, position, token, NLL, KLD, top-1 of both)"},
 		&cli.StringFlag{Name: "save-logits", Usage: "store this (base) model's log-probs of the KL positions in FILE"},
-		&cli.StringFlag{Name: "logits-format", Value: "u16", Usage: "--save-logits encoding: u16 (llama.cpp's 16-bit scheme), f32, f64 (lossless), llamacpp (u16 in llama.cpp's --kl-divergence-base file; method llamacpp)"},
+		&cli.StringFlag{Name: "logits-format", Value: string(compare.DefaultEncoding), Usage: "--save-logits encoding: f32 (lossless to float32; as compare), f64 (exact), u16 (llama.cpp's 16-bit scheme: KL ignores base log-probs <= -16), llamacpp (u16 in llama.cpp's --kl-divergence-base file; method llamacpp). Every figure but KLD uses the base run's exact NLL whatever the encoding"},
 		&cli.StringFlag{Name: "kld-base", Usage: "base log-probs (from --save-logits or llama-perplexity --kl-divergence-base): compute KL divergence and paired statistics"},
 		&cli.StringFlag{Name: "kld-mode", Usage: "KL coverage for --save-logits: scored (every scored token, llama.cpp) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode"},

@@ -1,14 +1,26 @@
 package plots
 
-import "github.com/qppl/qppl/compare"
+import (
+	"path/filepath"
+
+	"github.com/qppl/qppl/compare"
+)
+
+// ResultLabel is a result's name on a chart: its label, else (no label,
+// or the label a result set loader defaulted to the model path: an eval
+// JSON written without --label) the last element of its model path, never
+// a full path.
+func ResultLabel(r compare.Result) string {
+	if (r.Label != "" && r.Label != r.Model) || r.Model == "" {
+		return r.Label
+	}
+	return filepath.Base(filepath.Clean(r.Model))
+}
 
 // FromResult converts one compare result into a chart point. isBase marks
 // the KL reference of its run.
 func FromResult(r compare.Result, isBase bool) Model {
-	label := r.Label
-	if label == "" {
-		label = r.Model
-	}
+	label := ResultLabel(r)
 	m := Model{Label: label, BPW: r.BPWLayer, VRAMGB: r.VRAMGB, PPL: r.PPL, IsBase: isBase}
 	// PPL interval: the window bootstrap when present (overlapping windows
 	// make the per-token SE optimistic), else ±1.96 SE.

@@ -72,15 +72,16 @@ func plotModels(sets []*suite.ResultSet, names []string) ([]plots.Model, error) 
 	seen := map[string]string{}
 	for i, rs := range sets {
 		for _, r := range rs.Results {
-			label := r.Label
-			if label == "" {
-				label = r.Model
-			}
+			label := plots.ResultLabel(r)
 			if prev, dup := seen[label]; dup {
 				return nil, fmt.Errorf("label %q appears in %s and %s: relabel one of them", label, prev, names[i])
 			}
 			seen[label] = names[i]
-			out = append(out, plots.FromResult(r, rs.Base != "" && label == rs.Base))
+			name := r.Label // the result set's name of the model
+			if name == "" {
+				name = r.Model
+			}
+			out = append(out, plots.FromResult(r, rs.Base != "" && name == rs.Base))
 		}
 	}
 	return out, nil
@@ -154,6 +155,7 @@ func savePlot(path string, sets []*suite.ResultSet, names []string, o plots.Opti
 func newPlotCmd() *cli.Command {
 	flags := append([]cli.Flag{
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output image (.png, .svg or .pdf); required"},
+		&cli.BoolFlag{Name: "allow-mixed-data", Usage: "plot result files evaluated on different data (refused by default: their points are not comparable)"},
 	}, plotFlags()...)
 	cmd := &cli.Command{
 		Name:      "plot",
@@ -195,6 +197,9 @@ func plotAction(c *cli.Context) error {
 			return usageErr(err)
 		}
 		sets = append(sets, rs)
+	}
+	if err := checkSameData(sets, c.Args().Slice(), c.Bool("allow-mixed-data")); err != nil {
+		return usageErr(fmt.Errorf("plot: %w", err))
 	}
 	if err := savePlot(c.String("out"), sets, c.Args().Slice(), o, c.App.ErrWriter); err != nil {
 		return err

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"path/filepath"
+	"strings"
 
 	"github.com/qppl/qppl/compare"
 )
@@ -17,11 +18,25 @@ func ResultLabel(r compare.Result) string {
 	return filepath.Base(filepath.Clean(r.Model))
 }
 
-// FromResult converts one compare result into a chart point. isBase marks
-// the KL reference of its run.
+// formatAct returns the activation part of a result's format: what follows
+// "+a-" (e.g. "fp8-token" in "fp8-channel+a-fp8-token"), "" for weight-only
+// formats.
+func formatAct(format string) string {
+	if _, act, ok := strings.Cut(format, "+a-"); ok {
+		return act
+	}
+	return ""
+}
+
+// FromResult converts one compare result into a chart point labelled
+// r.Label (r.Model when empty; callers that plot files give ResultLabel).
+// isBase marks the KL reference of its run.
 func FromResult(r compare.Result, isBase bool) Model {
-	label := ResultLabel(r)
-	m := Model{Label: label, BPW: r.BPWLayer, VRAMGB: r.VRAMGB, PPL: r.PPL, IsBase: isBase}
+	label := r.Label
+	if label == "" {
+		label = r.Model
+	}
+	m := Model{Label: label, BPW: r.BPWLayer, VRAMGB: r.VRAMGB, PPL: r.PPL, IsBase: isBase, Act: formatAct(r.Format)}
 	// PPL interval: the window bootstrap when present (overlapping windows
 	// make the per-token SE optimistic), else ±1.96 SE.
 	if b := r.PPLBootstrap; b != nil && b.Lo <= r.PPL && r.PPL <= b.Hi {

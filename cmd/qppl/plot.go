@@ -81,6 +81,7 @@ func plotModels(sets []*suite.ResultSet, names []string) ([]plots.Model, error) 
 			if name == "" {
 				name = r.Model
 			}
+			r.Label = label
 			out = append(out, plots.FromResult(r, rs.Base != "" && name == rs.Base))
 		}
 	}
@@ -105,7 +106,7 @@ func defaultSubtitle(rs *suite.ResultSet, y plots.YAxis) string {
 	if ctx == 0 && rs.Windows() == 0 {
 		return strings.Join(extra, ", ")
 	}
-	return plots.Subtitle(rs.DisplayName(), rs.Windows(), ctx, extra...)
+	return plots.Subtitle(shortDataName(rs.DisplayName()), rs.Windows(), ctx, extra...)
 }
 
 // savePlot renders the result sets to path and reports dropped points.
@@ -164,7 +165,9 @@ func newPlotCmd() *cli.Command {
 		Description: `Reads result files written by "qppl compare --json" (or "qppl eval --json",
 or compare_q's printed result list) and draws a compare_q-style chart:
 one colour per format family (the label's first word, or a "[colour]" tag),
-points of a family joined by a dotted line, every point labelled.
+points of a family that differ only in weight bits joined by a dotted line,
+every point labelled; a log value axis when the values span more than two
+decades. Files evaluated on different data are refused (--allow-mixed-data).
 The format follows the extension of --out: .png, .svg or .pdf.
 Flags may come before or after the result files.`,
 		Flags:  flags,

@@ -2,9 +2,20 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/qppl/qppl/compare/suite"
 )
+
+// shortDataName is a data set's name on a chart: a file's base name, never
+// its directory (the demo's text lives in a temporary directory).
+func shortDataName(name string) string {
+	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
+		return filepath.Base(name)
+	}
+	return name
+}
 
 // checkSameData refuses result sets evaluated on different data (their
 // data spec hashes differ) unless allow: one chart has one subtitle, and

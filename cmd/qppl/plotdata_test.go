@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/qppl/qppl/compare"
+	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/plots"
 )
 
@@ -41,5 +42,19 @@ func TestPlotEvalJSON(t *testing.T) {
 	}
 	if code, _, e := runQPPL(t, "plot", "--out", png, a, a); code != 2 || !strings.Contains(e, `label "model" appears in`) {
 		t.Errorf("same data, same label: exit %d: %s", code, e)
+	}
+}
+
+// issue 11 item 13: the demo's subtitle named its text file by absolute
+// temporary path; a chart names data files by base name.
+func TestSubtitleShortDataName(t *testing.T) {
+	rs := &suite.ResultSet{DataSpec: &suite.DataSpec{DataFile: "/tmp/qppl-demo-123456/demo.txt"},
+		Data: compare.DataSpec{Ctx: 256}, Results: []compare.Result{{Windows: 7, Ctx: 256}}}
+	if got := defaultSubtitle(rs, plots.YKLD); got != "demo.txt, 7 × 256 tokens" {
+		t.Errorf("subtitle %q", got)
+	}
+	rs = &suite.ResultSet{Data: compare.DataSpec{Source: "/data/tokens.i32", Ctx: 64}, Results: []compare.Result{{Windows: 2}}}
+	if got := defaultSubtitle(rs, plots.YPPL); got != "tokens.i32, 2 × 64 tokens" {
+		t.Errorf("subtitle %q", got)
 	}
 }

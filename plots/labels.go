@@ -214,7 +214,7 @@ func placeOne(in []labelInput, i int, markers []rect, bounds rect, segs []segmen
 	best, bestCost, bestSoft := rect{}, math.Inf(1), math.Inf(1)
 	bestLeader, found := false, false
 	for k, c := range candidates(l, p) {
-		hard, soft := evalCand(in, i, k, c, markers, bounds, segs, placed, leaders, p)
+		hard, soft := evalCand(in, i, k, c, markers, bounds, segs, placed, leaders, p, bestSoft)
 		if hard > 0 {
 			// Inadmissible: only kept as a fallback when nothing fits.
 			if !found && hard < bestCost {
@@ -242,7 +242,7 @@ const neighbourhood = 150
 // improveBudget bounds the work of improve: label placements times
 // labels (each placement weighs every candidate against every label), so
 // that a crowded chart costs about what a small one does.
-const improveBudget = 40000
+const improveBudget = 3000
 
 // maxRuin bounds the labels improve removes around a conflict.
 const maxRuin = 8
@@ -251,8 +251,9 @@ const maxRuin = 8
 const shuffles = 12
 
 // evalCand returns the hard cost (overlap area: inadmissible when > 0) and
-// the soft cost of candidate c (the k-th) for label i.
-func evalCand(in []labelInput, i, k int, c candidate, markers []rect, bounds rect, segs []segment, placed []rect, leaders []segment, p layoutParams) (hard, soft float64) {
+// the soft cost of candidate c (the k-th) for label i. It may stop early
+// with any soft cost above bound (a candidate that cannot win).
+func evalCand(in []labelInput, i, k int, c candidate, markers []rect, bounds rect, segs []segment, placed []rect, leaders []segment, p layoutParams, bound float64) (hard, soft float64) {
 	l := in[i]
 	box := c.box
 	if !inside(box, bounds) {
@@ -275,6 +276,9 @@ func evalCand(in []labelInput, i, k int, c candidate, markers []rect, bounds rec
 	for _, ld := range leaders {
 		if segHitsRect(ld, box.inflate(leaderClear)) {
 			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
 		}
 	}
 	// Ambiguity: another point about as close to an adjacent label as its
@@ -289,6 +293,9 @@ func evalCand(in []labelInput, i, k int, c candidate, markers []rect, bounds rec
 		for j, q := range in {
 			if j != i && (rectDist(box, q.X, q.Y) < own+2 || math.Hypot(q.X-ax, q.Y-ay) < own+ambiguityMargin) {
 				soft += conflictCost
+				if soft > bound {
+					return 0, soft
+				}
 			}
 		}
 		return 0, soft
@@ -297,20 +304,32 @@ func evalCand(in []labelInput, i, k int, c candidate, markers []rect, bounds rec
 	for _, q := range placed {
 		if segHitsRect(ls, q.inflate(leaderClear)) {
 			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
 		}
 	}
 	for _, ld := range leaders {
 		if segsCross(ls, ld) || segDist(ls, ld) < leaderClear {
 			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
 		}
 	}
 	for j, m := range markers {
 		if j != i && segHitsRect(ls, m.inflate(leaderClear)) {
 			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
 		}
 		// A displaced label near another marker reads as that marker's.
 		if j != i && rectDist(box, in[j].X, in[j].Y) < nearMarker {
 			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
 		}
 	}
 	mx, my := (ls.X0+ls.X1)/2, (ls.Y0+ls.Y1)/2
@@ -342,7 +361,7 @@ func totalCost(in []labelInput, r []placement, markers []rect, bounds rect, segs
 				leaders = append(leaders, leaderSegment(in[j].X, in[j].Y, r[j].Box))
 			}
 		}
-		hard, soft := evalCand(in, i, 0, candidate{r[i].Box, r[i].Leader}, markers, bounds, segs, placed, leaders, p)
+		hard, soft := evalCand(in, i, 0, candidate{r[i].Box, r[i].Leader}, markers, bounds, segs, placed, leaders, p, math.Inf(1))
 		if hard > 0 {
 			soft = 10 * conflictCost
 		}

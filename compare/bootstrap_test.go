@@ -24,25 +24,3 @@ func TestCheckBootstrap(t *testing.T) {
 		}
 	}
 }
-
-// Reduce refuses an interval of too few or too many resamples (a single
-// resample gave a "95% interval" with lo = hi).
-func TestReduceBootstrapBounds(t *testing.T) {
-	ws := []WindowResult{
-		{Index: 0, First: 1, Len: 4, NLL: []float64{1, 2, 3}},
-		{Index: 1, First: 1, Len: 4, NLL: []float64{2, 4, 6}},
-		{Index: 2, First: 1, Len: 4, NLL: []float64{1, 1, 2}},
-	}
-	for _, b := range []int{1, 99, MaxBootstrap + 1} {
-		if r, err := Reduce(ws, ReduceOptions{Bootstrap: b}); err == nil {
-			t.Errorf("Bootstrap %d: no error, interval %+v", b, r.PPLBootstrap)
-		}
-	}
-	r, err := Reduce(ws, ReduceOptions{Bootstrap: MinBootstrap})
-	if err != nil || r.PPLBootstrap == nil || r.PPLBootstrap.Samples != MinBootstrap || !(r.PPLBootstrap.Lo < r.PPLBootstrap.Hi) {
-		t.Errorf("Bootstrap %d: %v %+v", MinBootstrap, err, r.PPLBootstrap)
-	}
-	if r, err := Reduce(ws, ReduceOptions{Bootstrap: -1}); err != nil || r.PPLBootstrap != nil {
-		t.Errorf("Bootstrap -1: %v %+v", err, r.PPLBootstrap)
-	}
-}

@@ -115,9 +115,9 @@ type ReduceOptions struct {
 	// TopK is the K of WindowResult.TopKOverlap (0 or 1: none).
 	TopK int
 	// Bootstrap is the number of window resamples for the PPL interval
-	// (0: DefaultBootstrap; < 0: none; otherwise in [MinBootstrap,
-	// MaxBootstrap], else Reduce fails); Seed seeds it; Level is its
-	// coverage (0: 0.95).
+	// (0: DefaultBootstrap; < 0: none; the commands accept only
+	// CheckBootstrap's counts); Seed seeds it; Level is its coverage (0:
+	// 0.95).
 	Bootstrap int
 	Seed      uint64
 	Level     float64
@@ -195,9 +195,6 @@ func Reduce(ws []WindowResult, o ReduceOptions) (Result, error) {
 	r.NLLMean, r.NLLMeanSE = pplMeanSE(sum, sum2, count)
 	r.PPL = math.Exp(r.NLLMean)
 	r.PPLSE = r.PPL * r.NLLMeanSE
-	if o.Bootstrap > 0 && (o.Bootstrap < MinBootstrap || o.Bootstrap > MaxBootstrap) {
-		return r, fmt.Errorf("bootstrap: %d resamples, want %d to %d", o.Bootstrap, MinBootstrap, MaxBootstrap)
-	}
 	r.PPLBootstrap = bootstrapPPL(winSum, winN, o)
 
 	switch o.Method {

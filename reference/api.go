@@ -22,6 +22,10 @@ type Options struct {
 	// the attention heads; 0 means runtime.GOMAXPROCS(0). Results are
 	// bit-identical for every value.
 	Threads int
+	// AllowUnusedTensors lets New bind a checkpoint holding tensors the
+	// forward pass and the format do not use; by default New refuses it
+	// with an error wrapping checkpoint.ErrUnused that names them.
+	AllowUnusedTensors bool
 }
 
 // Backend implements backends.Backend, backends.LogProber and
@@ -54,7 +58,18 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
 	}
-	return newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
+	usage := m.TrackUsage()
+	defer usage.Stop()
+	b, err := newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
+	if err != nil {
+		return nil, err
+	}
+	if !opt.AllowUnusedTensors {
+		if err := usage.Check("reference"); err != nil {
+			return nil, fmt.Errorf("reference: %w", err)
+		}
+	}
+	return b, nil
 }
 
 func newBackend(cfg *checkpoint.Config, src source, threads int) (*Backend, error) {

@@ -47,7 +47,7 @@ func (s checkpointSource) Linear(module string) (quant.Linear, error) {
 }
 
 func (s checkpointSource) Where(name string) string {
-	if ti, ok := s.m.Tensor(name); ok {
+	if ti, ok := s.m.Peek(name); ok {
 		return ti.File
 	}
 	return s.m.Dir

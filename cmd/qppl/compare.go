@@ -44,7 +44,7 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "kld-mode", Aliases: []string{"kl-mode"}, Usage: "KL coverage: scored (every scored position) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode (fewer when the run has fewer, as compare_q)"},
 		&cli.StringFlag{Name: "kld-base", Usage: "existing base log-probs (qppl eval --save-logits, or llama-perplexity --kl-divergence-base) instead of a base model (compare_q's -lf)"},
-		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: "f32", Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
+		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: string(compare.DefaultEncoding), Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement statistic (< 2: none)"},
 		&cli.StringFlag{Name: "json", Usage: "write the result set to this file"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw a chart to this file (.png, .svg, .pdf); see the plot flags"},
@@ -224,7 +224,7 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 		return res.Paths[0], nil
 	}}
 	if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
-		po.Model = modelVocabulary(cfg)
+		po.Model = modelVocabulary(cfg, "")
 	} else {
 		po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
 	}
@@ -396,6 +396,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 				}
 			}
 		}
+	}
+	if err := checkTokenizerModels(spec.TokenizerDir, models); err != nil {
+		return nil, nil, fmt.Errorf("compare: %w", err)
 	}
 	return spec, models, nil
 }

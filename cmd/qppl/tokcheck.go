@@ -1,0 +1,41 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/compare/suite"
+	"github.com/qppl/qppl/tokenizer"
+)
+
+// checkTokenizerModels refuses, before anything runs, a tokenizer whose id
+// range or special ids disagree with a model's config.json or
+// generation_config.json (tokenizer.CheckModel). A model directory that
+// cannot be read is left to the evaluation, which names its own error.
+func checkTokenizerModels(tokDir string, models []suite.ModelSpec) error {
+	if tokDir == "" {
+		return nil
+	}
+	tok, err := tokenizer.Load(tokDir)
+	if err != nil {
+		return err
+	}
+	for _, m := range models {
+		if _, err := os.Stat(filepath.Join(m.ModelDir, checkpoint.ConfigFile)); errors.Is(err, fs.ErrNotExist) {
+			continue // the evaluation names the missing file
+		}
+		cfg, err := arch.LoadConfig(m.ModelDir)
+		if err != nil {
+			return err
+		}
+		if err := tok.CheckModel(tokDir, m.ModelDir, cfg.VocabSize); err != nil {
+			return fmt.Errorf("%s: %w", m.Source, err)
+		}
+	}
+	return nil
+}

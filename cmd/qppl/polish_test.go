@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qppl/qppl/fixtures"
+)
+
+// Issue 11 leftovers of items 3, 11 and 12: --ctx beyond what RoPE
+// scaling reaches is refused; tables say GiB; compare and tokenize read
+// --text - from stdin as eval does.
+func TestLongContextRopeScaling(t *testing.T) {
+	_, tokens := evalFixture(t, 5, 80)
+	dir := t.TempDir()
+	o, _ := fixtures.Defaults("llama")
+	o.MaxPos = 12
+	short := filepath.Join(dir, "short")
+	if err := fixtures.Write(short, o); err != nil {
+		t.Fatal(err)
+	}
+	editConfig(t, short, func(m map[string]any) { delete(m, "rope_scaling") })
+	linear := copyModel(t, short, filepath.Join(dir, "linear"))
+	editConfig(t, linear, func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 1.25} })
+	cases := []struct {
+		model, ctx string
+		code       int
+		want       string
+	}{
+		// No scaling: a warning, as before.
+		{short, "16", 0, "qppl: warning: --ctx 16 is longer than the model's max_position_embeddings 12: positions beyond it were never trained"},
+		// Linear ×1.25 reaches 15 positions: 16 is refused, 15 warned.
+		{linear, "16", exitUsage, "--ctx 16 is longer than the model's max_position_embeddings 12, and its rope_scaling (linear, factor 1.25) does not extend it that far (15 positions): use a --ctx of at most 15"},
+		{linear, "15", 0, "qppl: warning: --ctx 15 is longer than the model's max_position_embeddings 12: only its rope_scaling (linear, factor 1.25) reaches that far"},
+	}
+	for _, c := range cases {
+		for _, cmd := range []string{"eval", "compare"} {
+			args := []string{cmd, "--model", c.model, "--tokens", tokens, "--ctx", c.ctx, "--stride", c.ctx, "--rows", "1"}
+			if cmd == "compare" {
+				args = append(args, "--no-cache", "--cache-dir", filepath.Join(dir, "cache"))
+			}
+			code, stdout, stderr := runQPPL(t, args...)
+			if code != c.code || !strings.Contains(stderr, c.want) || (code != 0 && stdout != "") {
+				t.Errorf("%s %s --ctx %s: exit %d, stderr %q; want exit %d and %q", cmd, filepath.Base(c.model), c.ctx, code, stderr, c.code, c.want)
+			}
+		}
+	}
+}
+
+func TestTablesSayGiB(t *testing.T) {
+	model, tokens := evalFixture(t, 5, 40)
+	code, stdout, stderr := runQPPL(t, "compare", "--model", model, "--tokens", tokens, "--ctx", "16", "--no-cache", "--cache-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "VRAM GiB") || strings.Contains(stdout, "VRAM GB") {
+		t.Errorf("table header: %s", stdout)
+	}
+}
+
+func TestTextFromStdin(t *testing.T) {
+	dir, base, _, text := cmpFixtures(t)
+	body := strings.Repeat(fixtures.DemoText(), 2)
+	runIn := func(in string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"qppl"}, args...), strings.NewReader(in), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	// compare --text - scores what eval --text - scores.
+	args := []string{"--ctx", "32", "--stride", "32", "--rows", "2", "--json", "-"}
+	code, evalOut, stderr := runIn(body, append([]string{"eval", "--model", base, "--text", "-"}, args...)...)
+	if code != 0 {
+		t.Fatalf("eval --text -: exit %d: %s", code, stderr)
+	}
+	code, cmpOut, stderr := runIn(body, append([]string{"compare", "--model", base, "--text", "-", "--no-cache", "--cache-dir", filepath.Join(dir, "c")}, args...)...)
+	if code != 0 {
+		t.Fatalf("compare --text -: exit %d: %s", code, stderr)
+	}
+	e, c := ppl(t, evalOut), ppl(t, cmpOut)
+	if e == "" || e != c {
+		t.Errorf("PPL: eval --text - %q, compare --text - %q", e, c)
+	}
+	// tokenize --text - writes the ids tokenize --text FILE writes.
+	a, b := filepath.Join(dir, "a.i32"), filepath.Join(dir, "b.i32")
+	if code, _, stderr := runIn(body, "tokenize", "--tokenizer", base, "--text", "-", "--out", a); code != 0 {
+		t.Fatalf("tokenize --text -: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runIn("", "tokenize", "--tokenizer", base, "--text", text, "--out", b); code != 0 {
+		t.Fatalf("tokenize --text FILE: exit %d: %s", code, stderr)
+	}
+	if x, y := readFile(t, a), readFile(t, b); len(x) == 0 || !bytes.Equal(x, y) {
+		t.Errorf("tokenize --text -: %d bytes, from the file %d bytes", len(x), len(y))
+	}
+}
+
+// ppl is the first "ppl" value in a JSON output, as printed.
+func ppl(t *testing.T, out string) string {
+	t.Helper()
+	i := strings.Index(out, `"ppl": `)
+	if i < 0 {
+		return ""
+	}
+	s := out[i+7:]
+	return s[:strings.IndexAny(s, ",\n")]
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Issue 11 item 7: compare opens and checks every model, --baseline and
+// the data before the first model runs.
+func TestCompareChecksEverythingFirst(t *testing.T) {
+	model, tokens := evalFixture(t, 5, 60)
+	dir := t.TempDir()
+	other := copyModel(t, model, filepath.Join(dir, "other"))
+	truncated := copyModel(t, model, filepath.Join(dir, "truncated"))
+	st := filepath.Join(truncated, "model.safetensors")
+	b := readFile(t, st)
+	if err := os.WriteFile(st, b[:len(b)-10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := fixtures.Defaults("llama")
+	o.Vocab += 64
+	bigger := filepath.Join(dir, "bigger")
+	if err := fixtures.Write(bigger, o); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"compare", "--base", model, "--model", other, "--tokens", tokens, "--ctx", "16", "--no-cache", "--cache-dir", filepath.Join(dir, "cache")}
+	baseline := filepath.Join(dir, "baseline.json")
+	if code, _, stderr := runQPPL(t, append(common, "--json", baseline)...); code != 0 {
+		t.Fatalf("baseline run: exit %d: %s", code, stderr)
+	}
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--model", filepath.Join(dir, "missing")}, []string{`model "missing" (--model ` + filepath.Join(dir, "missing") + "): " + filepath.Join(dir, "missing") + ": no such directory"}},
+		{[]string{"--model", truncated}, []string{`model "truncated"`, "model.safetensors", "truncated"}},
+		{[]string{"--model", bigger}, []string{`model "bigger"`, filepath.Join(bigger, "config.json") + ": vocab_size 576, but " + filepath.Join(model, "config.json") + " has vocab_size 512"}},
+		{[]string{"--stride", "8", "--baseline", baseline}, []string{"--baseline " + baseline + ": baseline data spec", "stride 4", "stride 8"}},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runQPPL(t, append(append([]string{}, common...), c.args...)...)
+		ok := code == exitUsage && stdout == "" && !strings.Contains(stderr, "evaluating")
+		for _, w := range c.want {
+			ok = ok && strings.Contains(stderr, w)
+		}
+		if !ok {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 before any model runs, naming %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}

@@ -159,3 +159,30 @@ func TestCompareChecksEverythingFirst(t *testing.T) {
 		}
 	}
 }
+
+// Issue 11 item 14: a demo without --out leaves nothing behind and
+// mentions no file the user cannot open.
+func TestDemoRemovesItsTemporaryDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("demo quantizes ten models")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"qppl", "demo", "--ctx", "32", "--stride", "32", "--rows", "1"}, nil, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("demo exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "INT4 W4A16 g128") {
+		t.Errorf("stdout has no result table:\n%s", stdout.String())
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("demo left %d entries in $TMPDIR (%s...)", len(ents), ents[0].Name())
+	}
+	rest := strings.ReplaceAll(stderr.String(), "(--out DIR keeps the models, results.json and kld.png)", "")
+	for _, f := range []string{"wrote ", "results.json", "kld.png"} {
+		if strings.Contains(rest, f) {
+			t.Errorf("stderr names %q, which is gone:\n%s", f, stderr.String())
+		}
+	}
+}

@@ -48,7 +48,7 @@ func newCompareCmd() *cli.Command {
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement statistic (< 2: none)"},
 		&cli.StringFlag{Name: "json", Usage: "write the result set to this file"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw a chart to this file (.png, .svg, .pdf); see the plot flags"},
-		&cli.StringFlag{Name: "cache-dir", Value: suite.DefaultCacheDir, Usage: "result, token and base log-prob cache"},
+		&cli.StringFlag{Name: "cache-dir", Usage: "result, token and base log-prob cache (qppl cache ls|rm|prune manages it)", DefaultText: "$XDG_CACHE_HOME/qppl (os.UserCacheDir)"},
 		&cli.BoolFlag{Name: "no-cache", Usage: "evaluate every model even when a cached result exists"},
 		&cli.StringFlag{Name: "run-dir", Usage: "journal every model's finished windows under DIR; the same command resumes an interrupted comparison (docs/runs.md)"},
 		&cli.StringFlag{Name: "baseline", Usage: "previous result set: exit 3 when a model regressed against it"},
@@ -120,6 +120,11 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		o.KLDMode = c.String("kld-mode")
 	}
 	var err error
+	if o.CacheDir == "" {
+		if o.CacheDir, err = suite.DefaultCacheDir(); err != nil {
+			return o, usageErr(fmt.Errorf("compare: %w", err))
+		}
+	}
 	o.PlotOpts, err = plotOptions(c)
 	if err != nil && o.Plot != "" {
 		return o, usageErr(fmt.Errorf("compare: %w", err))

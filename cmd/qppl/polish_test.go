@@ -186,3 +186,68 @@ func TestDemoRemovesItsTemporaryDirectory(t *testing.T) {
 		}
 	}
 }
+
+// Issue 11 item 10: compare's cache lives under the user cache directory,
+// says how big each base store is before writing it, and qppl cache
+// lists, removes and prunes it.
+func TestCompareCacheDefaultAndCacheCommand(t *testing.T) {
+	model, tokens := evalFixture(t, 5, 60)
+	dir := t.TempDir()
+	other := copyModel(t, model, filepath.Join(dir, "other"))
+	xdg := filepath.Join(dir, "xdg")
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	wd, _ := os.Getwd()
+	code, _, stderr := runQPPL(t, "compare", "--base", model, "--model", other, "--tokens", tokens, "--ctx", "16")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	cache := filepath.Join(xdg, "qppl")
+	stores, _ := filepath.Glob(filepath.Join(cache, "base", "*.qlp"))
+	results, _ := filepath.Glob(filepath.Join(cache, "results", "*.json"))
+	if len(stores) != 1 || len(results) != 2 {
+		t.Fatalf("cache under $XDG_CACHE_HOME/qppl: %d stores, %d results; want 1 and 2", len(stores), len(results))
+	}
+	if _, err := os.Stat(filepath.Join(wd, ".qppl-cache")); err == nil {
+		t.Errorf("compare still wrote ./.qppl-cache")
+	}
+	// 11 windows of 15 scored positions × 512 log-probs × 4 bytes (f32) =
+	// 330 KiB, said before the store is written.
+	if want := "base log-prob store (165 positions × 512-token vocabulary, f32): 330 KiB → " + stores[0]; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+
+	code, stdout, stderr := runQPPL(t, "cache", "ls")
+	if code != 0 {
+		t.Fatalf("cache ls: exit %d: %s", code, stderr)
+	}
+	storeKey := strings.TrimSuffix(filepath.Base(stores[0]), ".qlp")
+	for _, w := range []string{"KIND    KEY", "base    " + storeKey[:12], "result  ", model, tokens + " compare_q ctx 16", "3 entries"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("cache ls lacks %q:\n%s", w, stdout)
+		}
+	}
+	code, stdout, _ = runQPPL(t, "cache", "rm", storeKey[:8])
+	if _, err := os.Stat(stores[0]); code != 0 || err == nil || !strings.Contains(stdout, "removed base "+storeKey) {
+		t.Errorf("cache rm: exit %d, %s", code, stdout)
+	}
+	if code, stdout, _ = runQPPL(t, "cache", "prune", "--older-than", "1h"); code != 0 || !strings.Contains(stdout, "0 entries removed") {
+		t.Errorf("cache prune --older-than 1h: exit %d, %s", code, stdout)
+	}
+	if code, stdout, _ = runQPPL(t, "cache", "prune", "--max-size", "0"); code != 0 || !strings.Contains(stdout, "2 entries removed") {
+		t.Errorf("cache prune --max-size 0: exit %d, %s", code, stdout)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cache", "rm", "ab"}, `cache rm "ab": give at least 4 characters of a key`},
+		{[]string{"cache", "rm"}, "cache rm: give the KEY"},
+		{[]string{"cache", "prune"}, "cache prune: give --older-than AGE and/or --max-size SIZE"},
+		{[]string{"cache", "prune", "--max-size", "lots"}, `cache prune --max-size: "lots": want a size like 20GiB`},
+	} {
+		code, _, stderr := runQPPL(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %s; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}

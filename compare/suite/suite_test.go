@@ -539,3 +539,15 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+func TestCheckSpace(t *testing.T) {
+	free := func(string) (uint64, error) { return 1000, nil }
+	var log strings.Builder
+	if err := CheckSpace("store", "/c/base/k.qlp", 999, free, &log); err != nil || log.String() != "store: 999 B → /c/base/k.qlp\n" {
+		t.Errorf("999 of 1000 bytes: %v, log %q", err, log.String())
+	}
+	err := CheckSpace("store", "/c/base/k.qlp", 3<<20, free, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "store needs 3 MiB but /c/base has 1000 B free") {
+		t.Errorf("3 MiB on 1000 bytes: %v", err)
+	}
+}

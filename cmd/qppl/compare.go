@@ -189,6 +189,9 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 			return usageErr(err)
 		}
 	}
+	if err := o.checkModelDirs(); err != nil {
+		return err
+	}
 	data, err := o.prepare(ctx, stderr)
 	if err != nil {
 		return err
@@ -220,6 +223,22 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 	return o.report(rs, baseline, stdout, stderr)
 }
 
+// modelName names a model in compare's input errors.
+func modelName(ms suite.ModelSpec) string {
+	return fmt.Sprintf("compare: model %q (%s)", ms.Label, ms.Source)
+}
+
+// checkModelDirs refuses a model directory that is not there before the
+// data is read (which may need the first model's tokenizer).
+func (o *compareOptions) checkModelDirs() error {
+	for _, ms := range o.Models {
+		if st, err := os.Stat(ms.ModelDir); err != nil || !st.IsDir() {
+			return usageErr(fmt.Errorf("%s: %s: no such directory", modelName(ms), ms.ModelDir))
+		}
+	}
+	return nil
+}
+
 // checkInputs opens every model (config.json, safetensors headers, the
 // quantization) and checks its vocabulary and positions against the data,
 // and --baseline against the data spec, before any model runs: a mistake
@@ -234,10 +253,7 @@ func (o *compareOptions) checkInputs(data *suite.Data, baseline *suite.ResultSet
 		maxID = max(maxID, id)
 	}
 	for _, ms := range o.Models {
-		name := fmt.Sprintf("compare: model %q (%s)", ms.Label, ms.Source)
-		if st, err := os.Stat(ms.ModelDir); err != nil || !st.IsDir() {
-			return usageErr(fmt.Errorf("%s: %s: no such directory", name, ms.ModelDir))
-		}
+		name := modelName(ms)
 		m, err := arch.OpenDir(ms.ModelDir)
 		if err != nil {
 			return usageErr(fmt.Errorf("%s: %w", name, err))

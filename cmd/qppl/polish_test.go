@@ -158,6 +158,16 @@ func TestCompareChecksEverythingFirst(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 before any model runs, naming %q", c.args, code, stdout, stderr, c.want)
 		}
 	}
+	// A missing base is named as such, not as a missing tokenizer.
+	text := filepath.Join(dir, "t.txt")
+	if err := os.WriteFile(text, []byte(fixtures.DemoText()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nobase := filepath.Join(dir, "nobase")
+	code, _, stderr := runQPPL(t, "compare", "--base", nobase, "--model", model, "--text", text, "--ctx", "16", "--no-cache", "--cache-dir", filepath.Join(dir, "cache"))
+	if want := `compare: model "nobase" (--base): ` + nobase + ": no such directory"; code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("missing --base: exit %d, %s; want exit 2 and %q", code, stderr, want)
+	}
 }
 
 // Issue 11 item 14: a demo without --out leaves nothing behind and

@@ -33,7 +33,7 @@ func CheckSpace(what, path string, need int64, free FreeSpace, log io.Writer) er
 }
 
 // HumanBytes writes n in B, KiB, MiB, GiB or TiB with three significant
-// digits.
+// digits (all integer digits from 1000 up: 1020 KiB, not 1.02e+03).
 func HumanBytes(n int64) string {
 	f := float64(n)
 	for _, u := range []string{"B", "KiB", "MiB", "GiB"} {
@@ -41,9 +41,16 @@ func HumanBytes(n int64) string {
 			if u == "B" {
 				return fmt.Sprintf("%d B", n)
 			}
-			return fmt.Sprintf("%.3g %s", f, u)
+			return sig3(f) + " " + u
 		}
 		f /= 1024
 	}
-	return fmt.Sprintf("%.3g TiB", f)
+	return sig3(f) + " TiB"
+}
+
+func sig3(f float64) string {
+	if f >= 100 {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return fmt.Sprintf("%.3g", f)
 }

@@ -550,4 +550,9 @@ func TestCheckSpace(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "store needs 3 MiB but /c/base has 1000 B free") {
 		t.Errorf("3 MiB on 1000 bytes: %v", err)
 	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB", 1020 << 10: "1020 KiB", 20 << 30: "20 GiB", 3 << 40: "3 TiB"} {
+		if got := HumanBytes(n); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
 }

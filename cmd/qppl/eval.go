@@ -174,7 +174,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	defer m.Close()
 	o.fitWindow(method, m.Config)
-	warnLongContext(o.Ctx, m.Config, stderr)
+	if err := checkLongContext(o.Ctx, m.Config, stderr); err != nil {
+		return usageErr(fmt.Errorf("eval: %s: %w", dir, err))
+	}
 	data, err := eval.Prepare(ctx, o.prepareOptions(method, dir, m.Config, stderr))
 	if err != nil {
 		return usageErr(prefixDataError("eval", err))
@@ -295,12 +297,30 @@ func (o *evalOptions) fitWindow(method compare.Method, cfg *checkpoint.Config) {
 	}
 }
 
-// warnLongContext says when windows are longer than the positions the
-// model was trained for (config.json's max_position_embeddings).
-func warnLongContext(ctx int, cfg *checkpoint.Config, stderr io.Writer) {
-	if n := cfg.MaxPositionEmbeddings; n > 0 && ctx > n {
-		fmt.Fprintf(stderr, "qppl: warning: --ctx %d is longer than the model's max_position_embeddings %d: positions beyond it were never trained\n", ctx, n)
+// checkLongContext refuses windows longer than the positions a RoPE
+// scaling reaches (max_position_embeddings, or original_max_position_embeddings
+// × factor for llama3, max_position_embeddings × factor for linear, when
+// larger) and warns when they are longer than max_position_embeddings
+// without a scaling: positions beyond it were never trained.
+func checkLongContext(ctx int, cfg *checkpoint.Config, stderr io.Writer) error {
+	n := cfg.MaxPositionEmbeddings
+	if n <= 0 || ctx <= n {
+		return nil
 	}
+	if rs := cfg.RopeScaling; rs != nil {
+		reach := float64(n) * rs.Factor
+		if rs.Type == "llama3" {
+			reach = max(float64(n), float64(rs.OriginalMaxPositionEmbeddings)*rs.Factor)
+		}
+		if float64(ctx) > reach {
+			return fmt.Errorf("--ctx %d is longer than the model's max_position_embeddings %d, and its rope_scaling (%s, factor %g) does not extend it that far (%d positions): use a --ctx of at most %d",
+				ctx, n, rs.Type, rs.Factor, int(reach), int(reach))
+		}
+		fmt.Fprintf(stderr, "qppl: warning: --ctx %d is longer than the model's max_position_embeddings %d: only its rope_scaling (%s, factor %g) reaches that far\n", ctx, n, rs.Type, rs.Factor)
+		return nil
+	}
+	fmt.Fprintf(stderr, "qppl: warning: --ctx %d is longer than the model's max_position_embeddings %d: positions beyond it were never trained\n", ctx, n)
+	return nil
 }
 
 // prefixDataError names the command in the errors eval.Prepare finds in

@@ -21,6 +21,9 @@ func checkTokenizerModels(tokDir string, models []suite.ModelSpec) error {
 	if tokDir == "" {
 		return nil
 	}
+	if _, err := os.Stat(tokDir); errors.Is(err, fs.ErrNotExist) {
+		return nil // runCompare's model-directory check (or data preparation) names it, before any work
+	}
 	tok, err := tokenizer.Load(tokDir)
 	if err != nil {
 		return err

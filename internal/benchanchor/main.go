@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/qppl/qppl/internal/atomicfile"
+
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/gemm"
 )
@@ -178,7 +180,7 @@ func writeTokens(path string, n, vocab int) error {
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(r.IntN(vocab)))
 	}
-	return os.WriteFile(path, b, 0o644)
+	return atomicfile.WriteBytes(path, b, 0o644)
 }
 
 // forwardFLOP counts the multiply-adds (×2) of one qppl window of n

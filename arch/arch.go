@@ -40,12 +40,25 @@ type Spec struct {
 	// MoE is the mixture-of-experts MLP (nil for a dense model); layer i
 	// uses it when Sparse(i).
 	MoE *checkpoint.MoE
-	// SlidingWindow is the attention window (mistral, or qwen with
-	// use_sliding_window and a layer at or above max_window_layers), 0 for
-	// none. The backends compute full causal
-	// attention, which equals the windowed one only for contexts of at most
-	// SlidingWindow tokens: see CheckContext.
+	// SlidingWindow is the attention window of the sliding layers
+	// (mistral, mixtral and phi3: every layer; qwen with
+	// use_sliding_window: the layers layer_types or max_window_layers
+	// name), 0 for none. Window(i) is layer i's.
 	SlidingWindow int
+	slidingLayers []bool // nil: every layer slides when SlidingWindow > 0
+}
+
+// Window returns the attention window of layer i, 0 for full causal
+// attention. With window W > 0, the query at position t attends to the
+// keys at positions t-W+1 … t (W keys, itself included): transformers'
+// masking_utils.sliding_window_overlay keeps kv_idx > q_idx - W on top of
+// causal_mask_function's kv_idx <= q_idx. A window of at least the context
+// length is full causal attention.
+func (s *Spec) Window(i int) int {
+	if s.SlidingWindow <= 0 || (s.slidingLayers != nil && !s.slidingLayers[i]) {
+		return 0
+	}
+	return s.SlidingWindow
 }
 
 // For resolves the architecture of cfg or says why it is unsupported. A
@@ -84,6 +97,15 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
 	}
 	s.SlidingWindow = cfg.SlidingWindow
+	if cfg.SlidingLayers != nil {
+		if len(cfg.SlidingLayers) != cfg.NumHiddenLayers {
+			return nil, fmt.Errorf("%w: %d sliding-window layer kinds for %d layers", ErrUnsupported, len(cfg.SlidingLayers), cfg.NumHiddenLayers)
+		}
+		s.slidingLayers = cfg.SlidingLayers
+	}
+	if s.SlidingWindow < 0 {
+		return nil, fmt.Errorf("%w: sliding window %d must not be negative", ErrUnsupported, s.SlidingWindow)
+	}
 	// ParseConfig guarantees these; a Config built in code may not, and a
 	// zero KVHeads would divide by zero below.
 	if s.Vocab <= 0 || s.Hidden <= 0 || s.Intermediate <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 {
@@ -106,16 +128,12 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	return s, nil
 }
 
-// CheckContext reports whether windows of ctx tokens are evaluated exactly by
-// full causal attention: ctx must be positive and, when the model has a
-// sliding attention window, no longer than it. (Positions past
-// max_position_embeddings are allowed, as in transformers.)
+// CheckContext reports whether windows of ctx tokens can be evaluated: ctx
+// must be positive. (Positions past max_position_embeddings are allowed,
+// as in transformers; sliding windows are computed, see Window.)
 func (s *Spec) CheckContext(ctx int) error {
 	if ctx <= 0 {
 		return fmt.Errorf("arch: context length %d must be positive", ctx)
-	}
-	if s.SlidingWindow > 0 && ctx > s.SlidingWindow {
-		return fmt.Errorf("%w: %s: context %d exceeds the sliding attention window %d, which qppl does not implement", ErrUnsupported, s.Name, ctx, s.SlidingWindow)
 	}
 	return nil
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// and max_window_layers < num_hidden_layers), 0 for full causal
 	// attention.
 	SlidingWindow int
+	// SlidingLayers says which decoder layers use SlidingWindow (qwen2/qwen3
+	// layer_types, or i >= max_window_layers); nil: every layer does.
+	SlidingLayers []bool
 	// QuantizationKey is "quantization_config" or "compression_config"
 	// (legacy), whichever supplied QuantizationConfig; "" when absent.
 	QuantizationKey string

@@ -147,7 +147,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		}
 		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
 		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
-		m.attention(ws, T)
+		m.attention(ws, T, m.spec.Window(li))
 		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err
 		}
@@ -313,12 +313,12 @@ func rope(x, cos, sin []float64, T, heads, D int) {
 // with its own [T][T] score buffer); row blocks of 64 queries only compute
 // the key columns they can see. Each head's result is independent of the
 // number of workers.
-func (m *model) attention(ws *workspace, T int) {
+func (m *model) attention(ws *workspace, T, window int) {
 	d := m.dims
 	workers := min(m.threads, d.H)
 	if workers <= 1 {
 		for h := 0; h < d.H; h++ {
-			attendHead(ws, ws.scores[0][:T*T], h, T, d)
+			attendHead(ws, ws.scores[0][:T*T], h, T, window, d)
 		}
 		return
 	}
@@ -328,7 +328,7 @@ func (m *model) attention(ws *workspace, T int) {
 		go func() {
 			defer wg.Done()
 			for h := w; h < d.H; h += workers {
-				attendHead(ws, ws.scores[w][:T*T], h, T, d)
+				attendHead(ws, ws.scores[w][:T*T], h, T, window, d)
 			}
 		}()
 	}
@@ -336,7 +336,8 @@ func (m *model) attention(ws *workspace, T int) {
 }
 
 // attendHead computes one head of attention into ws.att using scores [T][T].
-func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
+// Keys outside the window get probability 0 (as exp(-inf) would).
+func attendHead(ws *workspace, scores []float64, h, T, window int, d dims) {
 	hd, kvd := d.H*d.D, d.KV*d.D
 	g := h / (d.H / d.KV)
 	scale := 1 / math.Sqrt(float64(d.D))
@@ -348,18 +349,25 @@ func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
 		gemmNT(1, n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
 		for i := r0; i < r1; i++ {
 			row := scores[i*T : i*T+r1]
+			lo := 0
+			if window > 0 {
+				lo = max(0, i-window+1)
+			}
+			for j := 0; j < lo; j++ {
+				row[j] = 0
+			}
 			mx := math.Inf(-1)
-			for j := 0; j <= i; j++ {
+			for j := lo; j <= i; j++ {
 				row[j] *= scale
 				mx = max(mx, row[j])
 			}
 			var sum float64
-			for j := 0; j <= i; j++ {
+			for j := lo; j <= i; j++ {
 				e := math.Exp(row[j] - mx)
 				row[j] = e
 				sum += e
 			}
-			for j := 0; j <= i; j++ {
+			for j := lo; j <= i; j++ {
 				row[j] /= sum
 			}
 			for j := i + 1; j < r1; j++ {

@@ -67,8 +67,9 @@ func attnBuffers(T, H, D int, dt device.DType, capBytes int64) (operand, scores,
 	return operand, scores, weights
 }
 
-// attend computes ds.att[T][H][D] from ds.q, ds.k, ds.v (fp32, after RoPE).
-func (b *Backend) attend(ds *devState, T int) error {
+// attend computes ds.att[T][H][D] from ds.q, ds.k, ds.v (fp32, after RoPE),
+// with a sliding window of `window` keys (0: full causal attention).
+func (b *Backend) attend(ds *devState, T, window int) error {
 	s := b.spec
 	H, KVH, D := s.Heads, s.KVHeads, s.HeadDim
 	d := ds.d
@@ -77,7 +78,7 @@ func (b *Backend) attend(ds *devState, T int) error {
 	if !ok {
 		grid := device.Dim3{X: (T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: H, Z: 1}
 		return d.Launch(device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnTileK(D)*D*4,
-			ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt))
+			ds.att, ds.q, ds.k, ds.v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(b.odt), int32(window))
 	}
 	dt := b.odt
 	es := int64(dt.Size())
@@ -103,7 +104,7 @@ func (b *Backend) attend(ds *devState, T int) error {
 			}
 			rows := nb * rb // one warp per row
 			if err := d.Launch(device.KAttnSoftmax, device.D1(rows), device.D1(32), 0,
-				ds.weights, int32(parts), ds.scores, int32(rows), int32(n), int32(rb), int32(r0), int32(dt)); err != nil {
+				ds.weights, int32(parts), ds.scores, int32(rows), int32(n), int32(rb), int32(r0), int32(dt), int32(window)); err != nil {
 				return err
 			}
 			part := int64(rows) * int64(n) * es

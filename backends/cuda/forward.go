@@ -171,7 +171,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := d.Launch(device.KRope, g, bl, 0, ds.k, ds.cos, ds.sin, int32(T), int32(KVH), int32(D)); err != nil {
 				return err
 			}
-			if err := b.attend(ds, T); err != nil {
+			if err := b.attend(ds, T, b.spec.Window(li)); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {

@@ -22,6 +22,7 @@ type settings struct {
 	tied                         bool
 	qkvBias, oBias, qkNorm       bool
 	moe                          *checkpoint.MoE // nil: dense
+	windows                      []int           // per layer: sliding attention window, 0 full
 }
 
 // familyDefaults are the constructor defaults of LlamaConfig,
@@ -81,6 +82,12 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			s.headDim = s.hidden / s.heads
 		}
 		s.moe = cfg.MoE
+		s.windows = make([]int, max(s.layers, 0))
+		for i := range s.windows {
+			if cfg.SlidingLayers == nil || cfg.SlidingLayers[i] {
+				s.windows[i] = cfg.SlidingWindow
+			}
+		}
 		return s, s.layout(cfg.AttentionBias)
 	}
 	raw := cfg.Raw
@@ -177,6 +184,9 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			return s, fmt.Errorf("oracle: phi3 partial_rotary_factor %v", f)
 		}
 	}
+	if s.windows, err = readWindows(raw, s.modelType, s.layers); err != nil {
+		return s, err
+	}
 	bias := boolean("attention_bias", false)
 	if s.modelType == "llama" && boolean("mlp_bias", false) {
 		return s, fmt.Errorf("oracle: llama with mlp_bias")
@@ -238,4 +248,71 @@ func readRope(raw map[string]json.RawMessage) (rs *checkpoint.RopeScaling, theta
 			HighFreqFactor: f("high_freq_factor"), OriginalMaxPositionEmbeddings: int(f("original_max_position_embeddings"))}, theta, nil
 	}
 	return nil, 0, fmt.Errorf("oracle: unsupported rope type %q", typ)
+}
+
+// readWindows returns each layer's sliding attention window (0: full), as
+// transformers builds it:
+//   - MistralConfig: sliding_window defaults to 4096 (null: none), used by
+//     every MistralAttention; MixtralConfig and Phi3Config default to None;
+//   - Qwen2Config/Qwen3Config: sliding_window is None unless
+//     use_sliding_window; layer_types defaults to "sliding_attention" for
+//     i >= max_window_layers (28) when the window is not None, and a
+//     layer slides only when its type is sliding_attention and the window
+//     is not None;
+//   - Qwen3MoeConfig: the window (with use_sliding_window) on every layer.
+func readWindows(raw map[string]json.RawMessage, modelType string, layers int) ([]int, error) {
+	out := make([]int, max(layers, 0))
+	present := func(k string) bool { v, ok := raw[k]; return ok && string(v) != "null" }
+	intOf := func(k string, def int) int {
+		if !present(k) {
+			return def
+		}
+		var v int
+		_ = json.Unmarshal(raw[k], &v)
+		return v
+	}
+	useSW := false
+	if present("use_sliding_window") {
+		_ = json.Unmarshal(raw["use_sliding_window"], &useSW)
+	}
+	w := 0
+	switch modelType {
+	case "mistral":
+		if _, given := raw["sliding_window"]; !given {
+			w = 4096
+		} else {
+			w = intOf("sliding_window", 0)
+		}
+	case "mixtral", "phi3":
+		w = intOf("sliding_window", 0)
+	case "qwen3_moe":
+		if useSW {
+			w = intOf("sliding_window", 0)
+			if _, given := raw["sliding_window"]; !given {
+				w = 4096
+			}
+		}
+	case "qwen2", "qwen3":
+		if !useSW || (raw["sliding_window"] != nil && !present("sliding_window")) {
+			return out, nil
+		}
+		w = intOf("sliding_window", 4096)
+		var types []string
+		if present("layer_types") {
+			if err := json.Unmarshal(raw["layer_types"], &types); err != nil || len(types) != layers {
+				return nil, fmt.Errorf("oracle: bad layer_types")
+			}
+		}
+		mwl := intOf("max_window_layers", 28)
+		for i := range out {
+			if (types == nil && i >= mwl) || (types != nil && types[i] == "sliding_attention") {
+				out[i] = w
+			}
+		}
+		return out, nil
+	}
+	for i := range out {
+		out[i] = w
+	}
+	return out, nil
 }

@@ -79,6 +79,7 @@ type block struct {
 	// gate, up, down.
 	router  matrix
 	experts []expert
+	window  int // sliding attention window, 0: full
 }
 
 // expert is one SiLU-gated MLP of a mixture of experts.
@@ -155,6 +156,7 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	n.blocks = make([]block, st.layers)
 	for i := range n.blocks {
 		b := &n.blocks[i]
+		b.window = st.windows[i]
 		pre := fmt.Sprintf("model.layers.%d.", i)
 		steps := []func() error{
 			func() (e error) { b.inNorm, e = vector(pre+"input_layernorm.weight", n.hidden); return },
@@ -321,9 +323,18 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 			for h := 0; h < n.heads; h++ {
 				kvh := h / group
 				qi := q[i][h*n.headDim : (h+1)*n.headDim]
+				// Sliding window W: keys j with j > i-W (and j <= i).
+				first := 0
+				if W := b.window; W > 0 && i-W+1 > 0 {
+					first = i - W + 1
+				}
 				w := make([]float64, i+1)
 				top := math.Inf(-1)
 				for j := 0; j <= i; j++ {
+					if j < first {
+						w[j] = math.Inf(-1)
+						continue
+					}
 					w[j] = dot(qi, k[j][kvh*n.headDim:(kvh+1)*n.headDim]) / math.Sqrt(float64(n.headDim))
 					top = math.Max(top, w[j])
 				}

@@ -46,6 +46,18 @@ type Spec struct {
 	// name), 0 for none. Window(i) is layer i's.
 	SlidingWindow int
 	slidingLayers []bool // nil: every layer slides when SlidingWindow > 0
+
+	// Gemma's operations (see Layout; zero for the other families).
+	NormOffset, EmbedScale, SandwichNorms bool
+	// GeluTanh: the MLP is down(gelu_tanh(gate)·up) (hidden_activation
+	// gelu_pytorch_tanh) instead of down(silu(gate)·up).
+	GeluTanh bool
+	// AttnScale multiplies q·k: 1/sqrt(query_pre_attn_scalar) when the
+	// config has one, else 1/sqrt(head_dim).
+	AttnScale float64
+	// AttnSoftcap, FinalSoftcap: attention scores (after AttnScale) and
+	// the head's logits become cap·tanh(x/cap); 0 for none.
+	AttnSoftcap, FinalSoftcap float64
 }
 
 // Window returns the attention window of layer i, 0 for full causal
@@ -93,8 +105,17 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	if cfg.MLPBias {
 		return nil, fmt.Errorf("%w: %s with mlp_bias (biases on gate/up/down_proj) is not supported", ErrUnsupported, cfg.ModelType)
 	}
-	if cfg.HiddenAct != "silu" {
-		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
+	switch cfg.HiddenAct {
+	case "silu":
+	case "gelu_pytorch_tanh":
+		s.GeluTanh = true
+	default:
+		return nil, fmt.Errorf("%w: %s with hidden_act %q (supported: silu, gelu_pytorch_tanh)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
+	}
+	s.NormOffset, s.EmbedScale, s.SandwichNorms = lay.NormOffset, lay.EmbedScale, lay.SandwichNorms
+	s.AttnSoftcap, s.FinalSoftcap = cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
+	if s.AttnSoftcap < 0 || s.FinalSoftcap < 0 || cfg.QueryPreAttnScalar < 0 {
+		return nil, fmt.Errorf("%w: negative soft-capping (%v, %v) or query_pre_attn_scalar %v", ErrUnsupported, s.AttnSoftcap, s.FinalSoftcap, cfg.QueryPreAttnScalar)
 	}
 	s.SlidingWindow = cfg.SlidingWindow
 	if cfg.SlidingLayers != nil {
@@ -114,6 +135,10 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	}
 	if s.HeadDim <= 0 || s.HeadDim%2 != 0 {
 		return nil, fmt.Errorf("%w: head_dim %d must be positive and even", ErrUnsupported, s.HeadDim)
+	}
+	s.AttnScale = 1 / math.Sqrt(float64(s.HeadDim))
+	if cfg.QueryPreAttnScalar > 0 {
+		s.AttnScale = 1 / math.Sqrt(cfg.QueryPreAttnScalar)
 	}
 	if s.Heads%s.KVHeads != 0 {
 		return nil, fmt.Errorf("%w: %d heads not divisible by %d key/value heads", ErrUnsupported, s.Heads, s.KVHeads)
@@ -149,7 +174,11 @@ type Layer struct {
 	Q, K, V, O                 string // self_attn.{q,k,v,o}_proj
 	QBias, KBias, VBias, OBias string // self_attn.{q,k,v,o}_proj.bias
 	QNorm, KNorm               string // self_attn.{q,k}_norm.weight [head_dim] (qwen3)
-	MLPNorm                    string // post_attention_layernorm.weight [hidden]
+	MLPNorm                    string // post_attention_layernorm.weight [hidden] (gemma: pre_feedforward_layernorm)
+	// PostAttnNorm, PostMLPNorm (gemma's SandwichNorms): post_attention_layernorm
+	// on the attention output and post_feedforward_layernorm on the MLP
+	// output, both [hidden]; "" otherwise.
+	PostAttnNorm, PostMLPNorm string
 	Gate, Up, Down             string // mlp.{gate,up,down}_proj ("" in a MoE layer)
 	QKV                        string // self_attn.qkv_proj when fused (then Q, K, V are "")
 	GateUp                     string // mlp.gate_up_proj when fused (then Gate, Up are "")
@@ -181,6 +210,11 @@ func (s *Spec) Layer(i int) Layer {
 	}
 	if s.FusedQKV {
 		l.Q, l.K, l.V, l.QKV = "", "", "", p+"self_attn.qkv_proj"
+	}
+	if s.SandwichNorms {
+		l.MLPNorm = p + "pre_feedforward_layernorm.weight"
+		l.PostAttnNorm = p + "post_attention_layernorm.weight"
+		l.PostMLPNorm = p + "post_feedforward_layernorm.weight"
 	}
 	if s.FusedGateUp && !s.Sparse(i) {
 		l.Gate, l.Up, l.GateUp = "", "", p+"mlp.gate_up_proj"
@@ -383,6 +417,9 @@ func (s *Spec) DenseTensors() []TensorShape {
 			out = append(out, TensorShape{l.QNorm, []int{s.HeadDim}}, TensorShape{l.KNorm, []int{s.HeadDim}})
 		}
 		out = append(out, TensorShape{l.MLPNorm, []int{s.Hidden}})
+		if s.SandwichNorms {
+			out = append(out, TensorShape{l.PostAttnNorm, []int{s.Hidden}}, TensorShape{l.PostMLPNorm, []int{s.Hidden}})
+		}
 	}
 	return append(out, TensorShape{FinalNormName, []int{s.Hidden}})
 }

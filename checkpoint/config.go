@@ -54,6 +54,12 @@ type Config struct {
 	// SlidingLayers says which decoder layers use SlidingWindow (qwen2/qwen3
 	// layer_types, or i >= max_window_layers); nil: every layer does.
 	SlidingLayers []bool
+	// QueryPreAttnScalar (gemma2/gemma3): attention scores are scaled by
+	// its inverse square root instead of head_dim's; 0 when absent.
+	QueryPreAttnScalar float64
+	// AttnLogitSoftcap and FinalLogitSoftcap (gemma2): scores and logits
+	// become cap·tanh(x/cap); 0 for none.
+	AttnLogitSoftcap, FinalLogitSoftcap float64
 	// QuantizationKey is "quantization_config" or "compression_config"
 	// (legacy), whichever supplied QuantizationConfig; "" when absent.
 	QuantizationKey string

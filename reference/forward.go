@@ -104,7 +104,13 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			return fmt.Errorf("reference: %w", err)
 		}
 	}
-	probe(-1, arch.SiteEmbed, ws.x, d.C)
+	probe(-1, arch.SiteEmbed, ws.x, d.C) // embed_tokens' output, before gemma's scaling
+	if m.spec.EmbedScale { // gemma: x · sqrt(hidden), in float64 (see arch/gemma2.go)
+		f := math.Sqrt(float64(d.C))
+		for i := range ws.x[:T*d.C] {
+			ws.x[i] *= f
+		}
+	}
 
 	// RoPE tables: freqs = pos · inv_freq; cos/sin of emb = cat(freqs, freqs).
 	half := d.D / 2
@@ -147,9 +153,12 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		}
 		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
 		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
-		m.attention(ws, T, m.spec.Window(li))
+		m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
 		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err
+		}
+		if l.postAttnNorm != nil { // gemma: post_attention_layernorm before the residual add
+			rmsNorm(ws.proj, ws.proj, l.postAttnNorm, T, d.C, d.eps)
 		}
 		probe(li, arch.SiteAttnOut, ws.proj, d.C)
 		for i, v := range ws.proj[:T*d.C] {
@@ -176,12 +185,21 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 					return err
 				}
 			}
-			for i, g := range ws.gate[:T*d.I] {
-				ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
+			if m.spec.GeluTanh {
+				for i, g := range ws.gate[:T*d.I] {
+					ws.gate[i] = geluTanh(g) * ws.up[i]
+				}
+			} else {
+				for i, g := range ws.gate[:T*d.I] {
+					ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
+				}
 			}
 			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 				return err
 			}
+		}
+		if l.postMLPNorm != nil { // gemma: post_feedforward_layernorm
+			rmsNorm(ws.proj, ws.proj, l.postMLPNorm, T, d.C, d.eps)
 		}
 		probe(li, arch.SiteMLPOut, ws.proj, d.C)
 		for i, v := range ws.proj[:T*d.C] {
@@ -272,6 +290,11 @@ func gemmNN(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64
 	gonum.Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 }
 
+// geluTanh is gelu_pytorch_tanh: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))).
+func geluTanh(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
 // rmsNorm is LlamaRMSNorm over rows of width n: dst = w ⊙ (x · 1/sqrt(mean(x²)+eps)).
 // dst may alias x.
 func rmsNorm(dst, x, w []float64, rows, n int, eps float64) {
@@ -313,12 +336,12 @@ func rope(x, cos, sin []float64, T, heads, D int) {
 // with its own [T][T] score buffer); row blocks of 64 queries only compute
 // the key columns they can see. Each head's result is independent of the
 // number of workers.
-func (m *model) attention(ws *workspace, T, window int) {
+func (m *model) attention(ws *workspace, T, window int, scale, softcap float64) {
 	d := m.dims
 	workers := min(m.threads, d.H)
 	if workers <= 1 {
 		for h := 0; h < d.H; h++ {
-			attendHead(ws, ws.scores[0][:T*T], h, T, window, d)
+			attendHead(ws, ws.scores[0][:T*T], h, T, window, scale, softcap, d)
 		}
 		return
 	}
@@ -328,7 +351,7 @@ func (m *model) attention(ws *workspace, T, window int) {
 		go func() {
 			defer wg.Done()
 			for h := w; h < d.H; h += workers {
-				attendHead(ws, ws.scores[w][:T*T], h, T, window, d)
+				attendHead(ws, ws.scores[w][:T*T], h, T, window, scale, softcap, d)
 			}
 		}()
 	}
@@ -337,10 +360,11 @@ func (m *model) attention(ws *workspace, T, window int) {
 
 // attendHead computes one head of attention into ws.att using scores [T][T].
 // Keys outside the window get probability 0 (as exp(-inf) would).
-func attendHead(ws *workspace, scores []float64, h, T, window int, d dims) {
+// Scores are q·k·scale (arch.Spec.AttnScale), then cap·tanh(s/cap) when
+// softcap > 0 (gemma2).
+func attendHead(ws *workspace, scores []float64, h, T, window int, scale, softcap float64, d dims) {
 	hd, kvd := d.H*d.D, d.KV*d.D
 	g := h / (d.H / d.KV)
-	scale := 1 / math.Sqrt(float64(d.D))
 	const rb = 64
 	for r0 := 0; r0 < T; r0 += rb {
 		r1 := min(r0+rb, T)
@@ -359,6 +383,9 @@ func attendHead(ws *workspace, scores []float64, h, T, window int, d dims) {
 			mx := math.Inf(-1)
 			for j := lo; j <= i; j++ {
 				row[j] *= scale
+				if softcap > 0 {
+					row[j] = softcap * math.Tanh(row[j]/softcap)
+				}
 				mx = max(mx, row[j])
 			}
 			var sum float64
@@ -425,6 +452,11 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 		}
 		for i := 0; i < n; i++ {
 			row := ws.logits[i*d.V : (i+1)*d.V]
+			if c := m.spec.FinalSoftcap; c > 0 { // gemma2: logits = cap·tanh(logits/cap)
+				for v, z := range row {
+					row[v] = c * math.Tanh(z/c)
+				}
+			}
 			if err := logSoftmax(row); err != nil {
 				return fmt.Errorf("position %d: %w", r0+i, err)
 			}

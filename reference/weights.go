@@ -116,7 +116,10 @@ type dims struct {
 // layerWeights binds one decoder layer. Linears are handles: they are
 // decoded into the scratch buffer when the layer runs.
 type layerWeights struct {
-	attnNorm, mlpNorm []float64 // [C]
+	attnNorm, mlpNorm []float64 // [C] (gemma: 1 + weight, see bind)
+	// postAttnNorm, postMLPNorm: gemma's post_attention_layernorm and
+	// post_feedforward_layernorm; nil otherwise.
+	postAttnNorm, postMLPNorm []float64
 	qNorm, kNorm      []float64 // [D], qwen3 only
 	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
 	// in backends/cuda; a bias is nil when absent.
@@ -175,6 +178,20 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		}
 		return v, nil
 	}
+	// norm reads an RMSNorm weight; Gemma2RMSNorm multiplies by
+	// (1 + weight), formed here once in float64 (exact for every bf16 or
+	// fp16 weight of magnitude ≥ 2^-44; below that, one float64 rounding).
+	norm := func(name string, n int) ([]float64, error) {
+		v, err := vec(name, n)
+		if err != nil || !spec.NormOffset {
+			return v, err
+		}
+		out := make([]float64, n)
+		for i, w := range v {
+			out[i] = 1 + w
+		}
+		return out, nil
+	}
 	lin := func(al arch.Linear) (quant.Linear, error) {
 		l, err := src.Linear(al.Module)
 		if err != nil {
@@ -194,7 +211,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	}
 	m.embed = emb
 	m.vocabBlock = defaultVocabBlock(d.V, d.C)
-	if m.norm, err = vec(arch.FinalNormName, d.C); err != nil {
+	if m.norm, err = norm(arch.FinalNormName, d.C); err != nil {
 		return nil, err
 	}
 	if !spec.TiedHead {
@@ -205,11 +222,19 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	for i := range m.layers {
 		names := spec.Layer(i)
 		l := &m.layers[i]
-		if l.attnNorm, err = vec(names.AttnNorm, d.C); err != nil {
+		if l.attnNorm, err = norm(names.AttnNorm, d.C); err != nil {
 			return nil, err
 		}
-		if l.mlpNorm, err = vec(names.MLPNorm, d.C); err != nil {
+		if l.mlpNorm, err = norm(names.MLPNorm, d.C); err != nil {
 			return nil, err
+		}
+		if spec.SandwichNorms {
+			if l.postAttnNorm, err = norm(names.PostAttnNorm, d.C); err != nil {
+				return nil, err
+			}
+			if l.postMLPNorm, err = norm(names.PostMLPNorm, d.C); err != nil {
+				return nil, err
+			}
 		}
 		if spec.Sparse(i) {
 			l.experts = make([][arch.NumProj]quant.Linear, spec.MoE.Experts)
@@ -236,7 +261,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			if n.name == "" {
 				continue
 			}
-			if *n.dst, err = vec(n.name, d.D); err != nil {
+			if *n.dst, err = norm(n.name, d.D); err != nil {
 				return nil, err
 			}
 		}

@@ -23,6 +23,9 @@ type settings struct {
 	qkvBias, oBias, qkNorm       bool
 	moe                          *checkpoint.MoE // nil: dense
 	windows                      []int           // per layer: sliding attention window, 0 full
+	gemma                        bool            // Gemma 2 norms, embedding scale, GeGLU, post norms
+	queryScalar                  float64         // query_pre_attn_scalar, 0: head_dim
+	attnCap, finalCap            float64         // soft caps, 0: none
 }
 
 // familyDefaults are the constructor defaults of LlamaConfig,
@@ -46,6 +49,8 @@ func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64,
 		return 8, 0, 1e-5, 1e6, true
 	case "phi3":
 		return 0, 0, 1e-5, 1e4, true
+	case "gemma2":
+		return 4, 256, 1e-6, 1e4, true
 	}
 	return 0, 0, 0, 0, false
 }
@@ -82,6 +87,8 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			s.headDim = s.hidden / s.heads
 		}
 		s.moe = cfg.MoE
+		s.gemma = cfg.ModelType == "gemma2"
+		s.queryScalar, s.attnCap, s.finalCap = cfg.QueryPreAttnScalar, cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
 		s.windows = make([]int, max(s.layers, 0))
 		for i := range s.windows {
 			if cfg.SlidingLayers == nil || cfg.SlidingLayers[i] {
@@ -135,7 +142,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	s.headDim = int(num("head_dim", float64(hdDef)))
 	s.eps = num("rms_norm_eps", epsDef)
 	s.theta = num("rope_theta", thetaDef)
-	s.tied = boolean("tie_word_embeddings", false)
+	s.tied = boolean("tie_word_embeddings", s.modelType == "gemma2") // Gemma2Config ties by default
 	rope, theta, err := readRope(raw)
 	if err != nil {
 		return s, err
@@ -187,6 +194,23 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	if s.windows, err = readWindows(raw, s.modelType, s.layers); err != nil {
 		return s, err
 	}
+	if s.modelType == "gemma2" {
+		// Gemma2Config: query_pre_attn_scalar 256, attn_logit_softcapping
+		// 50, final_logit_softcapping 30 (null: none); Gemma2MLP's
+		// hidden_activation must be the tanh gelu.
+		s.gemma = true
+		s.queryScalar = num("query_pre_attn_scalar", 256)
+		s.attnCap, s.finalCap = num("attn_logit_softcapping", 50), num("final_logit_softcapping", 30)
+		if _, given := raw["attn_logit_softcapping"]; given && !has("attn_logit_softcapping") {
+			s.attnCap = 0
+		}
+		if _, given := raw["final_logit_softcapping"]; given && !has("final_logit_softcapping") {
+			s.finalCap = 0
+		}
+		if act := str("hidden_activation"); act != "" && act != "gelu_pytorch_tanh" {
+			return s, fmt.Errorf("oracle: gemma2 hidden_activation %q", act)
+		}
+	}
 	bias := boolean("attention_bias", false)
 	if s.modelType == "llama" && boolean("mlp_bias", false) {
 		return s, fmt.Errorf("oracle: llama with mlp_bias")
@@ -208,6 +232,8 @@ func (s *settings) layout(attentionBias bool) error {
 		s.qkvBias = true
 	case "qwen3", "qwen3_moe":
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
+	case "gemma2": // Gemma2Attention: bias=config.attention_bias on q, k, v, o
+		s.qkvBias, s.oBias = attentionBias, attentionBias
 	default:
 		return fmt.Errorf("oracle: unsupported model_type %q", s.modelType)
 	}
@@ -292,6 +318,26 @@ func readWindows(raw map[string]json.RawMessage, modelType string, layers int) (
 				w = 4096
 			}
 		}
+	case "gemma2":
+		// Gemma2Config: sliding_window 4096 (null: none) on the layers
+		// whose layer_types entry is sliding_attention, by default the
+		// even ones ((i + 1) % 2 != 0).
+		if _, given := raw["sliding_window"]; given && !present("sliding_window") {
+			return out, nil
+		}
+		w = intOf("sliding_window", 4096)
+		var types []string
+		if present("layer_types") {
+			if err := json.Unmarshal(raw["layer_types"], &types); err != nil || len(types) != layers {
+				return nil, fmt.Errorf("oracle: bad layer_types")
+			}
+		}
+		for i := range out {
+			if (types == nil && i%2 == 0) || (types != nil && types[i] == "sliding_attention") {
+				out[i] = w
+			}
+		}
+		return out, nil
 	case "qwen2", "qwen3":
 		if !useSW || (raw["sliding_window"] != nil && !present("sliding_window")) {
 			return out, nil

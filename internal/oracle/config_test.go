@@ -33,6 +33,9 @@ func TestSettingsMatchArch(t *testing.T) {
 		{"num_key_value_heads": 2, "use_sliding_window": true, "max_window_layers": 0},
 		{"num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 5, "layer_types": []string{"sliding_attention", "full_attention"}},
 		{"num_key_value_heads": 2, "use_sliding_window": false, "sliding_window": 5, "layer_types": []string{"sliding_attention", "sliding_attention"}},
+		// Gemma's scalar and soft caps.
+		{"num_key_value_heads": 2, "query_pre_attn_scalar": 16, "attn_logit_softcapping": nil, "final_logit_softcapping": 12.5},
+		{"num_key_value_heads": 2, "attn_logit_softcapping": 7.0, "final_logit_softcapping": nil, "sliding_window": nil},
 	}
 	names := arch.Names()
 	if len(names) == 0 {
@@ -72,6 +75,11 @@ func TestSettingsMatchArch(t *testing.T) {
 				headDim: cfg.HeadDim, eps: cfg.RMSNormEps, theta: cfg.RopeTheta, rope: cfg.RopeScaling,
 				tied: cfg.TieWordEmbeddings, qkvBias: spec.QKVBias, oBias: spec.OBias, qkNorm: spec.QKNorm,
 				moe: spec.MoE, windows: make([]int, spec.Layers),
+				gemma:   spec.NormOffset && spec.EmbedScale && spec.SandwichNorms && spec.GeluTanh,
+				attnCap: spec.AttnSoftcap, finalCap: spec.FinalSoftcap,
+			}
+			if want.gemma {
+				want.queryScalar = 1 / (spec.AttnScale * spec.AttnScale)
 			}
 			for i := range want.windows {
 				want.windows[i] = spec.Window(i)

@@ -179,10 +179,10 @@ type Layer struct {
 	// on the attention output and post_feedforward_layernorm on the MLP
 	// output, both [hidden]; "" otherwise.
 	PostAttnNorm, PostMLPNorm string
-	Gate, Up, Down             string // mlp.{gate,up,down}_proj ("" in a MoE layer)
-	QKV                        string // self_attn.qkv_proj when fused (then Q, K, V are "")
-	GateUp                     string // mlp.gate_up_proj when fused (then Gate, Up are "")
-	Router                     string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
+	Gate, Up, Down            string // mlp.{gate,up,down}_proj ("" in a MoE layer)
+	QKV                       string // self_attn.qkv_proj when fused (then Q, K, V are "")
+	GateUp                    string // mlp.gate_up_proj when fused (then Gate, Up are "")
+	Router                    string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
 }
 
 // Sparse reports whether layer i's MLP is the mixture of experts.

@@ -105,7 +105,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		}
 	}
 	probe(-1, arch.SiteEmbed, ws.x, d.C) // embed_tokens' output, before gemma's scaling
-	if m.spec.EmbedScale { // gemma: x · sqrt(hidden), in float64 (see arch/gemma2.go)
+	if m.spec.EmbedScale {               // gemma: x · sqrt(hidden), in float64 (see arch/gemma2.go)
 		f := math.Sqrt(float64(d.C))
 		for i := range ws.x[:T*d.C] {
 			ws.x[i] *= f

@@ -120,7 +120,7 @@ type layerWeights struct {
 	// postAttnNorm, postMLPNorm: gemma's post_attention_layernorm and
 	// post_feedforward_layernorm; nil otherwise.
 	postAttnNorm, postMLPNorm []float64
-	qNorm, kNorm      []float64 // [D], qwen3 only
+	qNorm, kNorm              []float64 // [D], qwen3 only
 	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
 	// in backends/cuda; a bias is nil when absent.
 	lin  [arch.NumProj]quant.Linear

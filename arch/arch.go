@@ -58,6 +58,25 @@ type Spec struct {
 	// AttnSoftcap, FinalSoftcap: attention scores (after AttnScale) and
 	// the head's logits become cap·tanh(x/cap); 0 for none.
 	AttnSoftcap, FinalSoftcap float64
+	// LocalRopeTheta (gemma3_text): the sliding layers' RoPE base, with no
+	// rope scaling; 0 when every layer uses RopeInvFreq. See LayerInvFreq.
+	LocalRopeTheta float64
+}
+
+// LocalRope reports whether layer i uses the local RoPE (LocalRopeTheta):
+// gemma3_text's sliding_attention layers.
+func (s *Spec) LocalRope(i int) bool {
+	return s.LocalRopeTheta > 0 && s.slidingLayers != nil && s.slidingLayers[i]
+}
+
+// LayerInvFreq returns layer i's RoPE inverse frequencies: RopeInvFreq, or
+// for a LocalRope layer the default RoPE of base LocalRopeTheta
+// (Gemma3TextModel.rotary_emb_local).
+func (s *Spec) LayerInvFreq(i int) []float64 {
+	if s.LocalRope(i) {
+		return RopeInvFreq(s.HeadDim, s.LocalRopeTheta, nil)
+	}
+	return s.RopeInvFreq()
 }
 
 // Window returns the attention window of layer i, 0 for full causal
@@ -114,6 +133,7 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	}
 	s.NormOffset, s.EmbedScale, s.SandwichNorms = lay.NormOffset, lay.EmbedScale, lay.SandwichNorms
 	s.AttnSoftcap, s.FinalSoftcap = cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
+	s.LocalRopeTheta = cfg.RopeLocalTheta
 	if s.AttnSoftcap < 0 || s.FinalSoftcap < 0 || cfg.QueryPreAttnScalar < 0 {
 		return nil, fmt.Errorf("%w: negative soft-capping (%v, %v) or query_pre_attn_scalar %v", ErrUnsupported, s.AttnSoftcap, s.FinalSoftcap, cfg.QueryPreAttnScalar)
 	}

@@ -94,7 +94,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text()}
 }
 
 // Names returns the supported model_type values.

@@ -70,8 +70,9 @@ func gemma2() Family {
 }
 
 // gemmaWindows reads sliding_window and layer_types (absent: sliding(i)
-// says which layers slide); a null sliding_window or a null soft cap
-// means none.
+// says which layers are sliding_attention layers); a null sliding_window
+// (window 0: full attention, the layers keep their kind for gemma3's RoPE)
+// or a null soft cap means none.
 func gemmaWindows(r *checkpoint.ConfigReader, c *checkpoint.Config, sliding func(i int) bool) {
 	if r.IsNull("attn_logit_softcapping") {
 		c.AttnLogitSoftcap = 0
@@ -79,10 +80,10 @@ func gemmaWindows(r *checkpoint.ConfigReader, c *checkpoint.Config, sliding func
 	if r.IsNull("final_logit_softcapping") {
 		c.FinalLogitSoftcap = 0
 	}
-	if r.IsNull("sliding_window") {
-		return
+	w := 0
+	if !r.IsNull("sliding_window") {
+		w = r.Positive("sliding_window", 4096)
 	}
-	w := r.Positive("sliding_window", 4096)
 	types := readLayerTypes(r, c.NumHiddenLayers)
 	if r.Err() != nil {
 		return

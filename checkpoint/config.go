@@ -60,6 +60,10 @@ type Config struct {
 	// AttnLogitSoftcap and FinalLogitSoftcap (gemma2): scores and logits
 	// become cap·tanh(x/cap); 0 for none.
 	AttnLogitSoftcap, FinalLogitSoftcap float64
+	// RopeLocalTheta (gemma3_text's rope_local_base_freq): the sliding
+	// layers (SlidingLayers) use the default RoPE with this base, the
+	// others RopeTheta and RopeScaling; 0 when every layer uses the latter.
+	RopeLocalTheta float64
 	// QuantizationKey is "quantization_config" or "compression_config"
 	// (legacy), whichever supplied QuantizationConfig; "" when absent.
 	QuantizationKey string

@@ -17,24 +17,25 @@ import (
 // and windows (grown when a longer window arrives). Shapes are for a window
 // of T tokens.
 type workspace struct {
-	T        int
-	x        []float64   // [T][C] residual stream
-	h        []float64   // [T][C] normed input of the current block; final norm output at the end
-	xin      []float64   // [T][max(C,H·D,I)] copy of a Linear's input for activation quantization
-	q        []float64   // [T][H·D]
-	k, v     []float64   // [T][KV·D]
-	att      []float64   // [T][H·D] attention output before o_proj
-	proj     []float64   // [T][C] o_proj / down_proj output
-	gate, up []float64   // [T][W]: MLP activations (W = I, or wider with experts); router logits
-	moeIn    []float64   // [T][C] rows routed to one expert (MoE models only)
-	fused    []float64   // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
-	moeOut   []float64   // [T][C] that expert's output
-	scores   [][]float64 // per attention worker: [T][T] one head's scores, then probabilities
-	cos, sin []float64   // [T][D/2] RoPE tables
-	w        []float64   // [out·in] decoded weight of the current Linear
-	head     []float64   // [V][C] decoded untied lm_head (nil when tied)
-	wblock   []float64   // [vocabBlock][C] decoded block of a tied head
-	logits   []float64   // [headChunk][V]
+	T          int
+	x          []float64   // [T][C] residual stream
+	h          []float64   // [T][C] normed input of the current block; final norm output at the end
+	xin        []float64   // [T][max(C,H·D,I)] copy of a Linear's input for activation quantization
+	q          []float64   // [T][H·D]
+	k, v       []float64   // [T][KV·D]
+	att        []float64   // [T][H·D] attention output before o_proj
+	proj       []float64   // [T][C] o_proj / down_proj output
+	gate, up   []float64   // [T][W]: MLP activations (W = I, or wider with experts); router logits
+	moeIn      []float64   // [T][C] rows routed to one expert (MoE models only)
+	fused      []float64   // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
+	moeOut     []float64   // [T][C] that expert's output
+	scores     [][]float64 // per attention worker: [T][T] one head's scores, then probabilities
+	cos, sin   []float64   // [T][D/2] RoPE tables
+	cosL, sinL []float64   // [T][D/2] local RoPE tables (gemma3 sliding layers)
+	w          []float64   // [out·in] decoded weight of the current Linear
+	head       []float64   // [V][C] decoded untied lm_head (nil when tied)
+	wblock     []float64   // [vocabBlock][C] decoded block of a tied head
+	logits     []float64   // [headChunk][V]
 }
 
 // headChunk is the number of positions whose logits are materialised at
@@ -78,6 +79,10 @@ func (ws *workspace) ensure(m *model, T int) {
 	}
 	ws.cos = grow(ws.cos, T*d.D/2)
 	ws.sin = grow(ws.sin, T*d.D/2)
+	if m.invFreqLocal != nil {
+		ws.cosL = grow(ws.cosL, T*d.D/2)
+		ws.sinL = grow(ws.sinL, T*d.D/2)
+	}
 	ws.w = grow(ws.w, m.scratch)
 	ws.logits = grow(ws.logits, headChunk*d.V)
 	if m.head == nil {
@@ -120,6 +125,11 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			ws.cos[t*half+i] = math.Cos(a)
 			ws.sin[t*half+i] = math.Sin(a)
 		}
+		for i, f := range m.invFreqLocal {
+			a := float64(t) * f
+			ws.cosL[t*half+i] = math.Cos(a)
+			ws.sinL[t*half+i] = math.Sin(a)
+		}
 	}
 
 	hd, kvd := d.H*d.D, d.KV*d.D
@@ -151,8 +161,12 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
 			rmsNorm(ws.k, ws.k, l.kNorm, T*d.KV, d.D, d.eps)
 		}
-		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
-		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
+		cos, sin := ws.cos, ws.sin
+		if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
+			cos, sin = ws.cosL, ws.sinL
+		}
+		rope(ws.q, cos, sin, T, d.H, d.D)
+		rope(ws.k, cos, sin, T, d.KV, d.D)
 		m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
 		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err

@@ -135,6 +135,9 @@ type layerWeights struct {
 type model struct {
 	dims
 	invFreq []float64 // [D/2]
+	// invFreqLocal: the local RoPE of gemma3's sliding layers
+	// (arch.Spec.LocalRope), nil otherwise.
+	invFreqLocal []float64
 	embed   rowReader // [V][C], rows decoded on demand
 	norm    []float64 // [C]
 	head    quant.Linear
@@ -163,6 +166,14 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	}
 	m := &model{dims: d, layers: make([]layerWeights, d.L), spec: spec}
 	m.invFreq = spec.RopeInvFreq()
+	if spec.LocalRopeTheta > 0 {
+		m.invFreqLocal = arch.RopeInvFreq(d.D, spec.LocalRopeTheta, nil)
+		for i, f := range m.invFreqLocal {
+			if !(f > 0) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("reference: config.json: local RoPE inv_freq[%d] = %v (rope_local_base_freq %v)", i, f, spec.LocalRopeTheta)
+			}
+		}
+	}
 	for i, f := range m.invFreq {
 		if !(f > 0) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("reference: config.json: RoPE inv_freq[%d] = %v (rope_theta %v, rope_scaling %+v)", i, f, spec.Config.RopeTheta, spec.Config.RopeScaling)

@@ -537,6 +537,9 @@ func Supports(spec *arch.Spec) error {
 	if spec.AttnSoftcap > 0 || spec.FinalSoftcap > 0 {
 		miss = append(miss, "logit soft-capping")
 	}
+	if spec.LocalRopeTheta > 0 {
+		miss = append(miss, "local RoPE")
+	}
 	if spec.AttnScale != 1/math.Sqrt(float64(spec.HeadDim)) {
 		miss = append(miss, "query_pre_attn_scalar")
 	}

@@ -26,6 +26,8 @@ type settings struct {
 	gemma                        bool            // Gemma 2 norms, embedding scale, GeGLU, post norms
 	queryScalar                  float64         // query_pre_attn_scalar, 0: head_dim
 	attnCap, finalCap            float64         // soft caps, 0: none
+	localTheta                   float64         // gemma3: RoPE base of the local layers, 0: none
+	local                        []bool          // gemma3: which layers use it
 }
 
 // familyDefaults are the constructor defaults of LlamaConfig,
@@ -51,6 +53,8 @@ func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64,
 		return 0, 0, 1e-5, 1e4, true
 	case "gemma2":
 		return 4, 256, 1e-6, 1e4, true
+	case "gemma3_text":
+		return 4, 256, 1e-6, 1e6, true
 	}
 	return 0, 0, 0, 0, false
 }
@@ -87,8 +91,11 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			s.headDim = s.hidden / s.heads
 		}
 		s.moe = cfg.MoE
-		s.gemma = cfg.ModelType == "gemma2"
+		s.gemma = cfg.ModelType == "gemma2" || cfg.ModelType == "gemma3_text"
 		s.queryScalar, s.attnCap, s.finalCap = cfg.QueryPreAttnScalar, cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
+		if s.localTheta = cfg.RopeLocalTheta; s.localTheta > 0 {
+			s.local = cfg.SlidingLayers
+		}
 		s.windows = make([]int, max(s.layers, 0))
 		for i := range s.windows {
 			if cfg.SlidingLayers == nil || cfg.SlidingLayers[i] {
@@ -142,7 +149,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	s.headDim = int(num("head_dim", float64(hdDef)))
 	s.eps = num("rms_norm_eps", epsDef)
 	s.theta = num("rope_theta", thetaDef)
-	s.tied = boolean("tie_word_embeddings", s.modelType == "gemma2") // Gemma2Config ties by default
+	s.tied = boolean("tie_word_embeddings", s.modelType == "gemma2" || s.modelType == "gemma3_text") // Gemma2Config ties by default
 	rope, theta, err := readRope(raw)
 	if err != nil {
 		return s, err
@@ -211,6 +218,33 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			return s, fmt.Errorf("oracle: gemma2 hidden_activation %q", act)
 		}
 	}
+	if s.modelType == "gemma3_text" {
+		// Gemma3TextConfig: as Gemma 2 but no soft caps by default, and
+		// rope_local_base_freq 10000 for the sliding_attention layers
+		// (every layer but each sliding_window_pattern-th, default 6).
+		s.gemma = true
+		s.queryScalar = num("query_pre_attn_scalar", 256)
+		s.attnCap, s.finalCap = num("attn_logit_softcapping", 0), num("final_logit_softcapping", 0)
+		s.localTheta = num("rope_local_base_freq", 10000)
+		pattern := int(num("sliding_window_pattern", 6))
+		var types []string
+		if has("layer_types") {
+			_ = json.Unmarshal(raw["layer_types"], &types)
+		}
+		s.local = make([]bool, s.layers)
+		for i := range s.local {
+			s.local[i] = (i+1)%pattern != 0
+			if types != nil {
+				s.local[i] = types[i] == "sliding_attention"
+			}
+		}
+		if boolean("use_bidirectional_attention", false) || has("rope_parameters") {
+			return s, fmt.Errorf("oracle: gemma3_text with bidirectional attention or rope_parameters")
+		}
+		if act := str("hidden_activation"); act != "" && act != "gelu_pytorch_tanh" {
+			return s, fmt.Errorf("oracle: gemma3_text hidden_activation %q", act)
+		}
+	}
 	bias := boolean("attention_bias", false)
 	if s.modelType == "llama" && boolean("mlp_bias", false) {
 		return s, fmt.Errorf("oracle: llama with mlp_bias")
@@ -234,6 +268,8 @@ func (s *settings) layout(attentionBias bool) error {
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
 	case "gemma2": // Gemma2Attention: bias=config.attention_bias on q, k, v, o
 		s.qkvBias, s.oBias = attentionBias, attentionBias
+	case "gemma3_text": // Gemma3Attention: the same plus q_norm, k_norm
+		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
 	default:
 		return fmt.Errorf("oracle: unsupported model_type %q", s.modelType)
 	}
@@ -318,14 +354,19 @@ func readWindows(raw map[string]json.RawMessage, modelType string, layers int) (
 				w = 4096
 			}
 		}
-	case "gemma2":
+	case "gemma2", "gemma3_text":
 		// Gemma2Config: sliding_window 4096 (null: none) on the layers
 		// whose layer_types entry is sliding_attention, by default the
-		// even ones ((i + 1) % 2 != 0).
+		// even ones ((i + 1) % 2 != 0); Gemma3TextConfig: all but every
+		// sliding_window_pattern-th (6).
 		if _, given := raw["sliding_window"]; given && !present("sliding_window") {
 			return out, nil
 		}
 		w = intOf("sliding_window", 4096)
+		period := 2
+		if modelType == "gemma3_text" {
+			period = intOf("sliding_window_pattern", 6)
+		}
 		var types []string
 		if present("layer_types") {
 			if err := json.Unmarshal(raw["layer_types"], &types); err != nil || len(types) != layers {
@@ -333,7 +374,7 @@ func readWindows(raw map[string]json.RawMessage, modelType string, layers int) (
 			}
 		}
 		for i := range out {
-			if (types == nil && i%2 == 0) || (types != nil && types[i] == "sliding_attention") {
+			if (types == nil && (i+1)%period != 0) || (types != nil && types[i] == "sliding_attention") {
 				out[i] = w
 			}
 		}

@@ -36,6 +36,8 @@ func TestSettingsMatchArch(t *testing.T) {
 		// Gemma's scalar and soft caps.
 		{"num_key_value_heads": 2, "query_pre_attn_scalar": 16, "attn_logit_softcapping": nil, "final_logit_softcapping": 12.5},
 		{"num_key_value_heads": 2, "attn_logit_softcapping": 7.0, "final_logit_softcapping": nil, "sliding_window": nil},
+		{"num_key_value_heads": 2, "sliding_window_pattern": 2, "rope_local_base_freq": 500.0, "sliding_window": 3},
+		{"num_key_value_heads": 2, "sliding_window_pattern": 1, "rope_scaling": map[string]any{"rope_type": "linear", "factor": 8.0}},
 	}
 	names := arch.Names()
 	if len(names) == 0 {
@@ -80,6 +82,12 @@ func TestSettingsMatchArch(t *testing.T) {
 			}
 			if want.gemma {
 				want.queryScalar = 1 / (spec.AttnScale * spec.AttnScale)
+			}
+			if want.localTheta = spec.LocalRopeTheta; want.localTheta > 0 {
+				want.local = make([]bool, spec.Layers)
+				for i := range want.local {
+					want.local[i] = spec.LocalRope(i)
+				}
 			}
 			for i := range want.windows {
 				want.windows[i] = spec.Window(i)

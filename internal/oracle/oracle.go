@@ -82,7 +82,8 @@ type block struct {
 	// gate, up, down.
 	router  matrix
 	experts []expert
-	window  int // sliding attention window, 0: full
+	window  int  // sliding attention window, 0: full
+	local   bool // gemma3: RoPE of base rope_local_base_freq, unscaled
 	// Gemma 2: post_attention_layernorm on the attention output (then
 	// postNorm is pre_feedforward_layernorm) and post_feedforward_layernorm.
 	attnOutNorm, mlpOutNorm []float64
@@ -96,6 +97,7 @@ type network struct {
 	eps                                    float64
 	tied                                   bool
 	freqs                                  []float64
+	localFreqs                             []float64 // gemma3 sliding layers
 	embed                                  [][]float64
 	blocks                                 []block
 	finalNorm                              []float64
@@ -129,6 +131,11 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	qkvBias, oBias, qkNorm := st.qkvBias, st.oBias, st.qkNorm
 	if n.freqs, err = inverseFrequencies(&checkpoint.Config{RopeTheta: st.theta, RopeScaling: st.rope}, n.headDim); err != nil {
 		return nil, err
+	}
+	if st.localTheta > 0 {
+		if n.localFreqs, err = inverseFrequencies(&checkpoint.Config{RopeTheta: st.localTheta}, n.headDim); err != nil {
+			return nil, err
+		}
 	}
 	mat := func(name string, rows, cols int) ([][]float64, error) {
 		data, shape, err := get(name)
@@ -174,6 +181,7 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	for i := range n.blocks {
 		b := &n.blocks[i]
 		b.window = st.windows[i]
+		b.local = st.local != nil && st.local[i]
 		pre := fmt.Sprintf("model.layers.%d.", i)
 		steps := []func() error{
 			func() (e error) { b.inNorm, e = vector(pre+"input_layernorm.weight", n.hidden); return },
@@ -336,14 +344,14 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 				if b.qn != nil {
 					copy(seg, n.norm(seg, b.qn))
 				}
-				n.rotate(seg, t)
+				n.rotate(seg, t, b.local)
 			}
 			for h := 0; h < n.kvHeads; h++ {
 				seg := k[t][h*n.headDim : (h+1)*n.headDim]
 				if b.kn != nil {
 					copy(seg, n.norm(seg, b.kn))
 				}
-				n.rotate(seg, t)
+				n.rotate(seg, t, b.local)
 			}
 		}
 		ctxv := make([][]float64, T)
@@ -557,12 +565,16 @@ func (n *network) mixture(b block, in [][]float64, opt Options) ([][]float64, er
 }
 
 // rotate applies rotate-half RoPE at position pos to one head vector.
-func (n *network) rotate(x []float64, pos int) {
+func (n *network) rotate(x []float64, pos int, local bool) {
+	freqs := n.freqs
+	if local {
+		freqs = n.localFreqs
+	}
 	half := len(x) / 2
 	first := append([]float64(nil), x[:half]...)
 	second := append([]float64(nil), x[half:]...)
 	for i := 0; i < half; i++ {
-		theta := float64(pos) * n.freqs[i]
+		theta := float64(pos) * freqs[i]
 		c, s := math.Cos(theta), math.Sin(theta)
 		x[i] = first[i]*c - second[i]*s
 		x[half+i] = second[i]*c + first[i]*s

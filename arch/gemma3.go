@@ -62,7 +62,7 @@ func gemma3Text() Family {
 			Config: func(FixtureShape) map[string]any {
 				return map[string]any{
 					"rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
-					"rope_scaling": map[string]any{"rope_type": "linear", "factor": 8.0},
+					"rope_scaling":      map[string]any{"rope_type": "linear", "factor": 8.0},
 					"hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 20,
 					"sliding_window": 32, "sliding_window_pattern": 2,
 					"attn_logit_softcapping": nil, "final_logit_softcapping": nil,

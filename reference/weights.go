@@ -138,12 +138,12 @@ type model struct {
 	// invFreqLocal: the local RoPE of gemma3's sliding layers
 	// (arch.Spec.LocalRope), nil otherwise.
 	invFreqLocal []float64
-	embed   rowReader // [V][C], rows decoded on demand
-	norm    []float64 // [C]
-	head    quant.Linear
-	layers  []layerWeights
-	scratch int // largest Linear of a layer, out·in
-	spec    *arch.Spec
+	embed        rowReader // [V][C], rows decoded on demand
+	norm         []float64 // [C]
+	head         quant.Linear
+	layers       []layerWeights
+	scratch      int // largest Linear of a layer, out·in
+	spec         *arch.Spec
 	// vocabBlock is the number of head rows per Dgemm (see headRows).
 	vocabBlock int
 	// threads is the number of goroutines of the products and attention.

@@ -124,12 +124,12 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	if cfg.MLPBias {
 		return nil, fmt.Errorf("%w: %s with mlp_bias (biases on gate/up/down_proj) is not supported", ErrUnsupported, cfg.ModelType)
 	}
-	switch cfg.HiddenAct {
-	case "silu":
-	case "gelu_pytorch_tanh":
+	switch {
+	case cfg.HiddenAct == "silu":
+	case cfg.HiddenAct == "gelu_pytorch_tanh" && lay.NormOffset: // the gemma families' hidden_activation
 		s.GeluTanh = true
 	default:
-		return nil, fmt.Errorf("%w: %s with hidden_act %q (supported: silu, gelu_pytorch_tanh)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
+		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported); the gemma families use gelu_pytorch_tanh", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
 	}
 	s.NormOffset, s.EmbedScale, s.SandwichNorms = lay.NormOffset, lay.EmbedScale, lay.SandwichNorms
 	s.AttnSoftcap, s.FinalSoftcap = cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap

@@ -41,12 +41,56 @@ type Spec struct {
 	// MoE is the mixture-of-experts MLP (nil for a dense model); layer i
 	// uses it when Sparse(i).
 	MoE *checkpoint.MoE
-	// SlidingWindow is the attention window (mistral, or qwen with
-	// use_sliding_window and a layer at or above max_window_layers), 0 for
-	// none. The backends compute full causal
-	// attention, which equals the windowed one only for contexts of at most
-	// SlidingWindow tokens: see CheckContext.
+	// SlidingWindow is the attention window of the sliding layers
+	// (mistral, mixtral and phi3: every layer; qwen with
+	// use_sliding_window: the layers layer_types or max_window_layers
+	// name), 0 for none. Window(i) is layer i's.
 	SlidingWindow int
+	slidingLayers []bool // nil: every layer slides when SlidingWindow > 0
+
+	// Gemma's operations (see Layout; zero for the other families).
+	NormOffset, EmbedScale, SandwichNorms bool
+	// GeluTanh: the MLP is down(gelu_tanh(gate)·up) (hidden_activation
+	// gelu_pytorch_tanh) instead of down(silu(gate)·up).
+	GeluTanh bool
+	// AttnScale multiplies q·k: 1/sqrt(query_pre_attn_scalar) when the
+	// config has one, else 1/sqrt(head_dim).
+	AttnScale float64
+	// AttnSoftcap, FinalSoftcap: attention scores (after AttnScale) and
+	// the head's logits become cap·tanh(x/cap); 0 for none.
+	AttnSoftcap, FinalSoftcap float64
+	// LocalRopeTheta (gemma3_text): the sliding layers' RoPE base, with no
+	// rope scaling; 0 when every layer uses RopeInvFreq. See LayerInvFreq.
+	LocalRopeTheta float64
+}
+
+// LocalRope reports whether layer i uses the local RoPE (LocalRopeTheta):
+// gemma3_text's sliding_attention layers.
+func (s *Spec) LocalRope(i int) bool {
+	return s.LocalRopeTheta > 0 && s.slidingLayers != nil && s.slidingLayers[i]
+}
+
+// LayerInvFreq returns layer i's RoPE inverse frequencies: RopeInvFreq, or
+// for a LocalRope layer the default RoPE of base LocalRopeTheta
+// (Gemma3TextModel.rotary_emb_local).
+func (s *Spec) LayerInvFreq(i int) []float64 {
+	if s.LocalRope(i) {
+		return RopeInvFreq(s.HeadDim, s.LocalRopeTheta, nil)
+	}
+	return s.RopeInvFreq()
+}
+
+// Window returns the attention window of layer i, 0 for full causal
+// attention. With window W > 0, the query at position t attends to the
+// keys at positions t-W+1 … t (W keys, itself included): transformers'
+// masking_utils.sliding_window_overlay keeps kv_idx > q_idx - W on top of
+// causal_mask_function's kv_idx <= q_idx. A window of at least the context
+// length is full causal attention.
+func (s *Spec) Window(i int) int {
+	if s.SlidingWindow <= 0 || (s.slidingLayers != nil && !s.slidingLayers[i]) {
+		return 0
+	}
+	return s.SlidingWindow
 }
 
 // For resolves the architecture of cfg or says why it is unsupported. A
@@ -81,10 +125,29 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	if cfg.MLPBias {
 		return nil, fmt.Errorf("%w: %s with mlp_bias (biases on gate/up/down_proj) is not supported", ErrUnsupported, cfg.ModelType)
 	}
-	if cfg.HiddenAct != "silu" {
-		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported)", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
+	switch {
+	case cfg.HiddenAct == "silu":
+	case cfg.HiddenAct == "gelu_pytorch_tanh" && lay.NormOffset: // the gemma families' hidden_activation
+		s.GeluTanh = true
+	default:
+		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported); the gemma families use gelu_pytorch_tanh", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
+	}
+	s.NormOffset, s.EmbedScale, s.SandwichNorms = lay.NormOffset, lay.EmbedScale, lay.SandwichNorms
+	s.AttnSoftcap, s.FinalSoftcap = cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
+	s.LocalRopeTheta = cfg.RopeLocalTheta
+	if s.AttnSoftcap < 0 || s.FinalSoftcap < 0 || cfg.QueryPreAttnScalar < 0 {
+		return nil, fmt.Errorf("%w: negative soft-capping (%v, %v) or query_pre_attn_scalar %v", ErrUnsupported, s.AttnSoftcap, s.FinalSoftcap, cfg.QueryPreAttnScalar)
 	}
 	s.SlidingWindow = cfg.SlidingWindow
+	if cfg.SlidingLayers != nil {
+		if len(cfg.SlidingLayers) != cfg.NumHiddenLayers {
+			return nil, fmt.Errorf("%w: %d sliding-window layer kinds for %d layers", ErrUnsupported, len(cfg.SlidingLayers), cfg.NumHiddenLayers)
+		}
+		s.slidingLayers = cfg.SlidingLayers
+	}
+	if s.SlidingWindow < 0 {
+		return nil, fmt.Errorf("%w: sliding window %d must not be negative", ErrUnsupported, s.SlidingWindow)
+	}
 	// ParseConfig guarantees these; a Config built in code may not, and a
 	// zero KVHeads would divide by zero below.
 	if s.Vocab <= 0 || s.Hidden <= 0 || s.Intermediate <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 {
@@ -93,6 +156,10 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	}
 	if s.HeadDim <= 0 || s.HeadDim%2 != 0 {
 		return nil, fmt.Errorf("%w: head_dim %d must be positive and even", ErrUnsupported, s.HeadDim)
+	}
+	s.AttnScale = 1 / math.Sqrt(float64(s.HeadDim))
+	if cfg.QueryPreAttnScalar > 0 {
+		s.AttnScale = 1 / math.Sqrt(cfg.QueryPreAttnScalar)
 	}
 	if s.Heads%s.KVHeads != 0 {
 		return nil, fmt.Errorf("%w: %d heads not divisible by %d key/value heads", ErrUnsupported, s.Heads, s.KVHeads)
@@ -107,16 +174,12 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	return s, nil
 }
 
-// CheckContext reports whether windows of ctx tokens are evaluated exactly by
-// full causal attention: ctx must be positive and, when the model has a
-// sliding attention window, no longer than it. (Positions past
-// max_position_embeddings are allowed, as in transformers.)
+// CheckContext reports whether windows of ctx tokens can be evaluated: ctx
+// must be positive. (Positions past max_position_embeddings are allowed,
+// as in transformers; sliding windows are computed, see Window.)
 func (s *Spec) CheckContext(ctx int) error {
 	if ctx <= 0 {
 		return fmt.Errorf("arch: context length %d must be positive", ctx)
-	}
-	if s.SlidingWindow > 0 && ctx > s.SlidingWindow {
-		return fmt.Errorf("%w: %s: context %d exceeds the sliding attention window %d, which qppl does not implement", ErrUnsupported, s.Name, ctx, s.SlidingWindow)
 	}
 	return nil
 }
@@ -132,11 +195,15 @@ type Layer struct {
 	Q, K, V, O                 string // self_attn.{q,k,v,o}_proj
 	QBias, KBias, VBias, OBias string // self_attn.{q,k,v,o}_proj.bias
 	QNorm, KNorm               string // self_attn.{q,k}_norm.weight [head_dim] (qwen3)
-	MLPNorm                    string // post_attention_layernorm.weight [hidden]
-	Gate, Up, Down             string // mlp.{gate,up,down}_proj ("" in a MoE layer)
-	QKV                        string // self_attn.qkv_proj when fused (then Q, K, V are "")
-	GateUp                     string // mlp.gate_up_proj when fused (then Gate, Up are "")
-	Router                     string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
+	MLPNorm                    string // post_attention_layernorm.weight [hidden] (gemma: pre_feedforward_layernorm)
+	// PostAttnNorm, PostMLPNorm (gemma's SandwichNorms): post_attention_layernorm
+	// on the attention output and post_feedforward_layernorm on the MLP
+	// output, both [hidden]; "" otherwise.
+	PostAttnNorm, PostMLPNorm string
+	Gate, Up, Down            string // mlp.{gate,up,down}_proj ("" in a MoE layer)
+	QKV                       string // self_attn.qkv_proj when fused (then Q, K, V are "")
+	GateUp                    string // mlp.gate_up_proj when fused (then Gate, Up are "")
+	Router                    string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
 }
 
 // Sparse reports whether layer i's MLP is the mixture of experts.
@@ -164,6 +231,11 @@ func (s *Spec) Layer(i int) Layer {
 	}
 	if s.FusedQKV {
 		l.Q, l.K, l.V, l.QKV = "", "", "", p+"self_attn.qkv_proj"
+	}
+	if s.SandwichNorms {
+		l.MLPNorm = p + "pre_feedforward_layernorm.weight"
+		l.PostAttnNorm = p + "post_attention_layernorm.weight"
+		l.PostMLPNorm = p + "post_feedforward_layernorm.weight"
 	}
 	if s.FusedGateUp && !s.Sparse(i) {
 		l.Gate, l.Up, l.GateUp = "", "", p+"mlp.gate_up_proj"
@@ -366,6 +438,9 @@ func (s *Spec) DenseTensors() []TensorShape {
 			out = append(out, TensorShape{l.QNorm, []int{s.HeadDim}}, TensorShape{l.KNorm, []int{s.HeadDim}})
 		}
 		out = append(out, TensorShape{l.MLPNorm, []int{s.Hidden}})
+		if s.SandwichNorms {
+			out = append(out, TensorShape{l.PostAttnNorm, []int{s.Hidden}}, TensorShape{l.PostMLPNorm, []int{s.Hidden}})
+		}
 	}
 	return append(out, TensorShape{FinalNormName, []int{s.Hidden}})
 }

@@ -119,8 +119,12 @@ func TestForUnsupported(t *testing.T) {
 	if err := m.CheckContext(256); err != nil {
 		t.Error(err)
 	}
-	if err := m.CheckContext(257); !errors.Is(err, ErrUnsupported) {
+	// Issue 14: a context beyond the window is computed, not refused.
+	if err := m.CheckContext(257); err != nil {
 		t.Errorf("ctx beyond window: %v", err)
+	}
+	if m.Window(0) != 256 || m.Window(1) != 256 {
+		t.Errorf("mistral windows %d, %d, want 256 on every layer", m.Window(0), m.Window(1))
 	}
 	l, _ := For(c)
 	if err := l.CheckContext(100000); err != nil {

@@ -2,6 +2,7 @@ package arch
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -243,5 +244,73 @@ func TestFamilyQuirks(t *testing.T) {
 		if !errors.Is(err, checkpoint.ErrConfig) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want %q", bad.js, err, bad.want)
 		}
+	}
+}
+
+// TestWindowsAndGemma2 pins the per-layer windows of qwen2/qwen3
+// (use_sliding_window, max_window_layers, layer_types) and Gemma2Config's
+// defaults: alternating windows starting with a sliding layer 0, the
+// scalar 256, caps 50 and 30 (null: none), the tanh gelu and gemma's
+// tensor names.
+func TestWindowsAndGemma2(t *testing.T) {
+	const sizes = `"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4`
+	windows := func(js string) []int {
+		t.Helper()
+		c, err := ParseConfig([]byte(js), "config.json")
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		s, err := For(c)
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		out := make([]int, s.Layers)
+		for i := range out {
+			out[i] = s.Window(i)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		js   string
+		want []int
+	}{
+		{`{"model_type":"qwen2",` + sizes + `,"use_sliding_window":true,"sliding_window":16,"max_window_layers":2}`, []int{0, 0, 16, 16}},
+		{`{"model_type":"qwen2",` + sizes + `,"use_sliding_window":false,"sliding_window":16,"max_window_layers":0}`, []int{0, 0, 0, 0}},
+		{`{"model_type":"qwen3",` + sizes + `,"use_sliding_window":true,"sliding_window":16,"max_window_layers":0,
+			"layer_types":["full_attention","sliding_attention","full_attention","sliding_attention"]}`, []int{0, 16, 0, 16}},
+		{`{"model_type":"qwen2",` + sizes + `,"use_sliding_window":true}`, []int{0, 0, 0, 0}}, // max_window_layers 28
+		{`{"model_type":"mistral",` + sizes + `}`, []int{4096, 4096, 4096, 4096}},
+		{`{"model_type":"mistral",` + sizes + `,"sliding_window":null}`, []int{0, 0, 0, 0}},
+		{`{"model_type":"gemma2",` + sizes + `}`, []int{4096, 0, 4096, 0}},
+		{`{"model_type":"gemma2",` + sizes + `,"sliding_window":null}`, []int{0, 0, 0, 0}},
+		{`{"model_type":"gemma2",` + sizes + `,"sliding_window":8,"layer_types":["full_attention","full_attention","sliding_attention","full_attention"]}`, []int{0, 0, 8, 0}},
+	} {
+		if got := windows(c.js); !slices.Equal(got, c.want) {
+			t.Errorf("%s: windows %v, want %v", c.js, got, c.want)
+		}
+	}
+	if _, err := ParseConfig([]byte(`{"model_type":"qwen2",`+sizes+`,"use_sliding_window":true,"layer_types":["full_attention"]}`), "config.json"); err == nil || !strings.Contains(err.Error(), "layer_types: 1 entries for 4 layers") {
+		t.Errorf("short layer_types: %v", err)
+	}
+	c, err := ParseConfig([]byte(`{"model_type":"gemma2",`+sizes+`}`), "config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := For(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumKeyValueHeads != 4 || c.HeadDim != 256 || !c.TieWordEmbeddings || c.MaxPositionEmbeddings != 8192 || s.AttnScale != 1.0/16 ||
+		s.AttnSoftcap != 50 || s.FinalSoftcap != 30 || !s.GeluTanh || !s.NormOffset || !s.EmbedScale || !s.SandwichNorms || s.QKVBias {
+		t.Errorf("gemma2 defaults: %+v %+v", c, s)
+	}
+	l := s.Layer(1)
+	if l.MLPNorm != "model.layers.1.pre_feedforward_layernorm.weight" || l.PostAttnNorm != "model.layers.1.post_attention_layernorm.weight" ||
+		l.PostMLPNorm != "model.layers.1.post_feedforward_layernorm.weight" {
+		t.Errorf("gemma2 norms %+v", l)
+	}
+	c, _ = ParseConfig([]byte(`{"model_type":"gemma2",`+sizes+`,"attn_logit_softcapping":null,"final_logit_softcapping":null,"query_pre_attn_scalar":144}`), "config.json")
+	if s, err = For(c); err != nil || s.AttnSoftcap != 0 || s.FinalSoftcap != 0 || s.AttnScale != 1/math.Sqrt(144) {
+		t.Errorf("gemma2 without caps: %+v %v", s, err)
 	}
 }

@@ -21,8 +21,8 @@
 // gate/up into gate_up_proj (Layout.FusedQKV, FusedGateUp). For returns an error (wrapping
 // ErrUnsupported) for anything it cannot describe exactly: an unknown
 // model_type, an activation other than SiLU, llama's mlp_bias, a RoPE
-// scaling type other than default/linear/llama3. A sliding attention
-// window is recorded; Spec.CheckContext rejects contexts longer than it.
+// scaling type other than default/linear/llama3. Sliding attention
+// windows are per layer (Spec.Window).
 // Config errors wrap checkpoint.ErrConfig and name the file and key.
 // RopeInvFreq is computed in float64; CheckDense and CheckTensor read only
 // headers, never tensor data.

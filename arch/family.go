@@ -61,6 +61,12 @@ type Layout struct {
 	// FusedGateUp: one mlp.gate_up_proj [2·intermediate, hidden] whose
 	// output columns are gate then up (phi3).
 	FusedGateUp bool
+	// Gemma: every RMSNorm multiplies by (1 + weight) (NormOffset); the
+	// embeddings are multiplied by sqrt(hidden_size) (EmbedScale); the
+	// attention output goes through post_attention_layernorm before the
+	// residual add, and the MLP sits between pre_feedforward_layernorm and
+	// post_feedforward_layernorm (SandwichNorms).
+	NormOffset, EmbedScale, SandwichNorms bool
 }
 
 // Fixture describes the small checkpoint that package fixtures (and the
@@ -88,7 +94,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text()}
 }
 
 // Names returns the supported model_type values.

@@ -23,8 +23,10 @@ func mistral() Family {
 		},
 		Layout: func(*checkpoint.Config) Layout { return Layout{} },
 		Fixture: Fixture{
+			// Mistral-7B-v0.1's keys, with a window (32) shorter than the
+			// contexts the tests evaluate (70, 80, 256 tokens).
 			Config: func(FixtureShape) map[string]any {
-				return map[string]any{"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "sliding_window": nil}
+				return map[string]any{"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "sliding_window": 32}
 			},
 		},
 	}

@@ -1,6 +1,10 @@
 package arch
 
-import "github.com/qppl/qppl/checkpoint"
+import (
+	"encoding/json"
+
+	"github.com/qppl/qppl/checkpoint"
+)
 
 // qwen2 declares Qwen2ForCausalLM: llama with a bias on q, k and v (never
 // on o) and Qwen's sliding-window rule.
@@ -18,7 +22,7 @@ func qwen2() Family {
 		Defaults: Defaults{KVHeads: 32, MaxPos: 32768, Eps: 1e-6, Theta: 10000, AttnBias: true},
 		Quirks: func(r *checkpoint.ConfigReader, c *checkpoint.Config) {
 			c.AttentionBias = true // Qwen2Attention: q/k/v always have a bias
-			c.SlidingWindow = qwenSlidingWindow(r, c)
+			qwenSlidingWindow(r, c)
 		},
 		Layout: func(*checkpoint.Config) Layout { return Layout{QKVBias: true} },
 		Fixture: Fixture{
@@ -28,22 +32,72 @@ func qwen2() Family {
 	}
 }
 
-// qwenSlidingWindow is the window of Qwen2Config and Qwen3Config: layer i
-// uses it only when use_sliding_window and i >= max_window_layers (default
-// 28), so with max_window_layers >= num_hidden_layers no layer does.
-func qwenSlidingWindow(r *checkpoint.ConfigReader, c *checkpoint.Config) int {
-	if r.Bool("use_sliding_window", false) && !r.IsNull("sliding_window") &&
-		r.Int("max_window_layers", 28) < c.NumHiddenLayers {
-		return r.Int("sliding_window", 4096)
+// qwenSlidingWindow reads the window of Qwen2Config and Qwen3Config into
+// c: sliding_window is kept only when use_sliding_window (else None), and
+// layer_types, when absent, is "sliding_attention" for layer i exactly
+// when that window is not None and i >= max_window_layers (default 28);
+// Qwen2Attention.__init__ then sets self.sliding_window =
+// config.sliding_window for a "sliding_attention" layer, None otherwise
+// (None: full causal attention, whatever layer_types says).
+func qwenSlidingWindow(r *checkpoint.ConfigReader, c *checkpoint.Config) {
+	if !r.Bool("use_sliding_window", false) || r.IsNull("sliding_window") {
+		return
 	}
-	return 0
+	w := r.Positive("sliding_window", 4096)
+	types := readLayerTypes(r, c.NumHiddenLayers)
+	maxWin := r.Int("max_window_layers", 28)
+	if r.Err() != nil {
+		return
+	}
+	sl := make([]bool, c.NumHiddenLayers)
+	some := false
+	for i := range sl {
+		if types != nil {
+			sl[i] = types[i] == "sliding_attention"
+		} else {
+			sl[i] = i >= maxWin
+		}
+		some = some || sl[i]
+	}
+	if some {
+		c.SlidingWindow, c.SlidingLayers = w, sl
+	}
 }
 
-// qwenFixtureConfig is the config of Qwen2/Qwen3 releases: eps 1e-6, theta
-// 1e6, the window keys present but unused.
+// readLayerTypes reads layer_types (nil when absent): one of
+// "full_attention" or "sliding_attention" per layer (transformers'
+// layer_type_validation accepts more kinds; those belong to families qppl
+// does not compute).
+func readLayerTypes(r *checkpoint.ConfigReader, layers int) []string {
+	raw := r.Get("layer_types")
+	if raw == nil || r.IsNull("layer_types") {
+		return nil
+	}
+	var ts []string
+	if err := json.Unmarshal(raw, &ts); err != nil {
+		r.Fail("layer_types", "want a list of strings: %v", err)
+		return nil
+	}
+	if len(ts) != layers {
+		r.Fail("layer_types", "%d entries for %d layers", len(ts), layers)
+		return nil
+	}
+	for i, t := range ts {
+		if t != "full_attention" && t != "sliding_attention" {
+			r.Fail("layer_types", "entry %d is %q, want full_attention or sliding_attention", i, t)
+			return nil
+		}
+	}
+	return ts
+}
+
+// qwenFixtureConfig is the config of Qwen2/Qwen3 releases (eps 1e-6, theta
+// 1e6) with the sliding window switched on: a window of 32 tokens, shorter
+// than the contexts the tests evaluate, on the layers from
+// max_window_layers = 1 on (layer 0 attends to the whole context).
 func qwenFixtureConfig(s FixtureShape) map[string]any {
 	return map[string]any{
 		"rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-		"use_sliding_window": false, "sliding_window": s.MaxPos, "max_window_layers": s.Layers,
+		"use_sliding_window": true, "sliding_window": 32, "max_window_layers": min(1, s.Layers-1),
 	}
 }

@@ -18,7 +18,7 @@ func qwen3() Family {
 		Name: "qwen3", Class: "Qwen3ForCausalLM",
 		Defaults: Defaults{KVHeads: 32, HeadDim: 128, MaxPos: 32768, Eps: 1e-6, Theta: 10000},
 		Quirks: func(r *checkpoint.ConfigReader, c *checkpoint.Config) {
-			c.SlidingWindow = qwenSlidingWindow(r, c)
+			qwenSlidingWindow(r, c)
 		},
 		Layout: func(c *checkpoint.Config) Layout {
 			return Layout{QKVBias: c.AttentionBias, OBias: c.AttentionBias, QKNorm: true}
@@ -27,8 +27,18 @@ func qwen3() Family {
 			Tied:    true,
 			HeadDim: 32, // heads·head_dim ≠ hidden
 			Config: func(s FixtureShape) map[string]any {
+				// The windowed layers named by layer_types instead:
+				// full, sliding, full, ...
 				c := qwenFixtureConfig(s)
 				c["attention_bias"] = false
+				types := make([]string, s.Layers)
+				for i := range types {
+					types[i] = "full_attention"
+					if i%2 == 1 {
+						types[i] = "sliding_attention"
+					}
+				}
+				c["layer_types"] = types
 				return c
 			},
 		},

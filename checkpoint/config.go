@@ -51,6 +51,19 @@ type Config struct {
 	// and max_window_layers < num_hidden_layers), 0 for full causal
 	// attention.
 	SlidingWindow int
+	// SlidingLayers says which decoder layers use SlidingWindow (qwen2/qwen3
+	// layer_types, or i >= max_window_layers); nil: every layer does.
+	SlidingLayers []bool
+	// QueryPreAttnScalar (gemma2/gemma3): attention scores are scaled by
+	// its inverse square root instead of head_dim's; 0 when absent.
+	QueryPreAttnScalar float64
+	// AttnLogitSoftcap and FinalLogitSoftcap (gemma2): scores and logits
+	// become cap·tanh(x/cap); 0 for none.
+	AttnLogitSoftcap, FinalLogitSoftcap float64
+	// RopeLocalTheta (gemma3_text's rope_local_base_freq): the sliding
+	// layers (SlidingLayers) use the default RoPE with this base, the
+	// others RopeTheta and RopeScaling; 0 when every layer uses the latter.
+	RopeLocalTheta float64
 	// QuantizationKey is "quantization_config" or "compression_config"
 	// (legacy), whichever supplied QuantizationConfig; "" when absent.
 	QuantizationKey string

@@ -31,10 +31,12 @@ type workspace struct {
 	scores   [][]float64    // per attention worker: [T][T] one head's scores, then probabilities
 	attMul   []*gemm.Engine // per attention worker: its single-goroutine products
 	cos, sin []float64      // [T][D/2] RoPE tables
-	w        []float64      // [out·in] decoded weight of the current Linear
-	head     []float64      // [V][C] decoded untied lm_head (nil when tied)
-	wblock   []float64      // [vocabBlock][C] decoded block of a tied head
-	logits   []float64      // [headChunk][V]
+	cosL     []float64      // [T][D/2] local RoPE tables (gemma3 sliding layers)
+	sinL     []float64
+	w        []float64 // [out·in] decoded weight of the current Linear
+	head     []float64 // [V][C] decoded untied lm_head (nil when tied)
+	wblock   []float64 // [vocabBlock][C] decoded block of a tied head
+	logits   []float64 // [headChunk][V]
 }
 
 // headChunk is the number of positions whose logits are materialised at
@@ -81,6 +83,10 @@ func (ws *workspace) ensure(m *model, T int) {
 	}
 	ws.cos = grow(ws.cos, T*d.D/2)
 	ws.sin = grow(ws.sin, T*d.D/2)
+	if m.invFreqLocal != nil {
+		ws.cosL = grow(ws.cosL, T*d.D/2)
+		ws.sinL = grow(ws.sinL, T*d.D/2)
+	}
 	ws.w = grow(ws.w, m.scratch)
 	ws.logits = grow(ws.logits, headChunk*d.V)
 	if m.head == nil {
@@ -107,7 +113,13 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			return fmt.Errorf("reference: %w", err)
 		}
 	}
-	probe(-1, arch.SiteEmbed, ws.x, d.C)
+	probe(-1, arch.SiteEmbed, ws.x, d.C) // embed_tokens' output, before gemma's scaling
+	if m.spec.EmbedScale {               // gemma: x · sqrt(hidden), in float64 (see arch/gemma2.go)
+		f := math.Sqrt(float64(d.C))
+		for i := range ws.x[:T*d.C] {
+			ws.x[i] *= f
+		}
+	}
 
 	// RoPE tables: freqs = pos · inv_freq; cos/sin of emb = cat(freqs, freqs).
 	half := d.D / 2
@@ -115,6 +127,10 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		for i, f := range m.invFreq {
 			a := float64(t) * f
 			ws.sin[t*half+i], ws.cos[t*half+i] = detmath.Sincos(a)
+		}
+		for i, f := range m.invFreqLocal {
+			a := float64(t) * f
+			ws.sinL[t*half+i], ws.cosL[t*half+i] = detmath.Sincos(a)
 		}
 	}
 
@@ -147,11 +163,18 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
 			rmsNorm(ws.k, ws.k, l.kNorm, T*d.KV, d.D, d.eps)
 		}
-		rope(ws.q, ws.cos, ws.sin, T, d.H, d.D)
-		rope(ws.k, ws.cos, ws.sin, T, d.KV, d.D)
-		m.attention(ws, T)
+		cos, sin := ws.cos, ws.sin
+		if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
+			cos, sin = ws.cosL, ws.sinL
+		}
+		rope(ws.q, cos, sin, T, d.H, d.D)
+		rope(ws.k, cos, sin, T, d.KV, d.D)
+		m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
 		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err
+		}
+		if l.postAttnNorm != nil { // gemma: post_attention_layernorm before the residual add
+			rmsNorm(ws.proj, ws.proj, l.postAttnNorm, T, d.C, d.eps)
 		}
 		probe(li, arch.SiteAttnOut, ws.proj, d.C)
 		for i, v := range ws.proj[:T*d.C] {
@@ -178,18 +201,27 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 					return err
 				}
 			}
-			// silu(g)·u = g/(1+exp(−g))·u, the exponentials computed as a vector.
-			e := ws.xin[:T*d.I]
-			for i, g := range ws.gate[:T*d.I] {
-				e[i] = -g
-			}
-			detmath.ExpTo(e, e)
-			for i, g := range ws.gate[:T*d.I] {
-				ws.gate[i] = g / (1 + e[i]) * ws.up[i]
+			if m.spec.GeluTanh {
+				for i, g := range ws.gate[:T*d.I] {
+					ws.gate[i] = geluTanh(g) * ws.up[i]
+				}
+			} else {
+				// silu(g)·u = g/(1+exp(−g))·u, the exponentials computed as a vector.
+				e := ws.xin[:T*d.I]
+				for i, g := range ws.gate[:T*d.I] {
+					e[i] = -g
+				}
+				detmath.ExpTo(e, e)
+				for i, g := range ws.gate[:T*d.I] {
+					ws.gate[i] = g / (1 + e[i]) * ws.up[i]
+				}
 			}
 			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 				return err
 			}
+		}
+		if l.postMLPNorm != nil { // gemma: post_feedforward_layernorm
+			rmsNorm(ws.proj, ws.proj, l.postMLPNorm, T, d.C, d.eps)
 		}
 		probe(li, arch.SiteMLPOut, ws.proj, d.C)
 		for i, v := range ws.proj[:T*d.C] {
@@ -233,6 +265,11 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 	return nil
 }
 
+// geluTanh is gelu_pytorch_tanh: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))).
+func geluTanh(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
 // rmsNorm is LlamaRMSNorm over rows of width n: dst = w ⊙ (x · 1/sqrt(mean(x²)+eps)).
 // dst may alias x.
 func rmsNorm(dst, x, w []float64, rows, n int, eps float64) {
@@ -274,12 +311,12 @@ func rope(x, cos, sin []float64, T, heads, D int) {
 // with its own [T][T] score buffer); row blocks of 64 queries only compute
 // the key columns they can see. Each head's result is independent of the
 // number of workers.
-func (m *model) attention(ws *workspace, T int) {
+func (m *model) attention(ws *workspace, T, window int, scale, softcap float64) {
 	d := m.dims
 	workers := min(m.threads, d.H)
 	if workers <= 1 {
 		for h := 0; h < d.H; h++ {
-			attendHead(ws, ws.attMul[0], ws.scores[0][:T*T], h, T, d)
+			attendHead(ws, ws.attMul[0], ws.scores[0][:T*T], h, T, window, scale, softcap, d)
 		}
 		return
 	}
@@ -289,7 +326,7 @@ func (m *model) attention(ws *workspace, T int) {
 		go func() {
 			defer wg.Done()
 			for h := w; h < d.H; h += workers {
-				attendHead(ws, ws.attMul[w], ws.scores[w][:T*T], h, T, d)
+				attendHead(ws, ws.attMul[w], ws.scores[w][:T*T], h, T, window, scale, softcap, d)
 			}
 		}()
 	}
@@ -297,11 +334,12 @@ func (m *model) attention(ws *workspace, T int) {
 }
 
 // attendHead computes one head of attention into ws.att using scores [T][T]
-// and the worker's products mul.
-func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T int, d dims) {
+// and the worker's products mul. Keys outside the window get probability 0
+// (as exp(-inf) would). Scores are q·k·scale (arch.Spec.AttnScale), then
+// cap·tanh(s/cap) when softcap > 0 (gemma2).
+func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T, window int, scale, softcap float64, d dims) {
 	hd, kvd := d.H*d.D, d.KV*d.D
 	g := h / (d.H / d.KV)
-	scale := 1 / math.Sqrt(float64(d.D))
 	const rb = 64
 	for r0 := 0; r0 < T; r0 += rb {
 		r1 := min(r0+rb, T)
@@ -310,20 +348,30 @@ func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T int, d d
 		mul.MulNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
 		for i := r0; i < r1; i++ {
 			row := scores[i*T : i*T+r1]
+			lo := 0
+			if window > 0 {
+				lo = max(0, i-window+1)
+			}
+			for j := 0; j < lo; j++ {
+				row[j] = 0
+			}
 			mx := math.Inf(-1)
-			for j := 0; j <= i; j++ {
+			for j := lo; j <= i; j++ {
 				row[j] *= scale
+				if softcap > 0 {
+					row[j] = softcap * math.Tanh(row[j]/softcap)
+				}
 				mx = max(mx, row[j])
 			}
-			for j := 0; j <= i; j++ {
+			for j := lo; j <= i; j++ {
 				row[j] -= mx
 			}
-			detmath.ExpTo(row[:i+1], row[:i+1])
+			detmath.ExpTo(row[lo:i+1], row[lo:i+1])
 			var sum float64
-			for _, e := range row[:i+1] {
+			for _, e := range row[lo : i+1] {
 				sum += e
 			}
-			for j := 0; j <= i; j++ {
+			for j := lo; j <= i; j++ {
 				row[j] /= sum
 			}
 			for j := i + 1; j < r1; j++ {
@@ -378,6 +426,11 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 				}
 			}
 			m.mul.MulNT(n, v1-v0, d.C, x[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
+		}
+		if c := m.spec.FinalSoftcap; c > 0 { // gemma2: logits = cap·tanh(logits/cap)
+			for v, z := range ws.logits[:n*d.V] {
+				ws.logits[v] = c * math.Tanh(z/c)
+			}
 		}
 		if err := m.logSoftmaxRows(ws.logits[:n*d.V], n, d.V, r0); err != nil {
 			return err

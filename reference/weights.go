@@ -117,8 +117,11 @@ type dims struct {
 // layerWeights binds one decoder layer. Linears are handles: they are
 // decoded into the scratch buffer when the layer runs.
 type layerWeights struct {
-	attnNorm, mlpNorm []float64 // [C]
-	qNorm, kNorm      []float64 // [D], qwen3 only
+	attnNorm, mlpNorm []float64 // [C] (gemma: 1 + weight, see bind)
+	// postAttnNorm, postMLPNorm: gemma's post_attention_layernorm and
+	// post_feedforward_layernorm; nil otherwise.
+	postAttnNorm, postMLPNorm []float64
+	qNorm, kNorm              []float64 // [D], qwen3 only
 	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
 	// in backends/cuda; a bias is nil when absent.
 	lin  [arch.NumProj]quant.Linear
@@ -133,12 +136,15 @@ type layerWeights struct {
 type model struct {
 	dims
 	invFreq []float64 // [D/2]
-	embed   rowReader // [V][C], rows decoded on demand
-	norm    []float64 // [C]
-	head    quant.Linear
-	layers  []layerWeights
-	scratch int // largest Linear of a layer, out·in
-	spec    *arch.Spec
+	// invFreqLocal: the local RoPE of gemma3's sliding layers
+	// (arch.Spec.LocalRope), nil otherwise.
+	invFreqLocal []float64
+	embed        rowReader // [V][C], rows decoded on demand
+	norm         []float64 // [C]
+	head         quant.Linear
+	layers       []layerWeights
+	scratch      int // largest Linear of a layer, out·in
+	spec         *arch.Spec
 	// vocabBlock is the number of head rows per Dgemm (see headRows).
 	vocabBlock int
 	// threads is the number of goroutines of the products and attention.
@@ -163,6 +169,14 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	}
 	m := &model{dims: d, layers: make([]layerWeights, d.L), spec: spec}
 	m.invFreq = spec.RopeInvFreq()
+	if spec.LocalRopeTheta > 0 {
+		m.invFreqLocal = arch.RopeInvFreq(d.D, spec.LocalRopeTheta, nil)
+		for i, f := range m.invFreqLocal {
+			if !(f > 0) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("reference: config.json: local RoPE inv_freq[%d] = %v (rope_local_base_freq %v)", i, f, spec.LocalRopeTheta)
+			}
+		}
+	}
 	for i, f := range m.invFreq {
 		if !(f > 0) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("reference: config.json: RoPE inv_freq[%d] = %v (rope_theta %v, rope_scaling %+v)", i, f, spec.Config.RopeTheta, spec.Config.RopeScaling)
@@ -177,6 +191,20 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			return nil, fmt.Errorf("reference: %s: tensor %q has shape %v, want [%d]", src.Where(name), name, shape, n)
 		}
 		return v, nil
+	}
+	// norm reads an RMSNorm weight; Gemma2RMSNorm multiplies by
+	// (1 + weight), formed here once in float64 (exact for every bf16 or
+	// fp16 weight of magnitude ≥ 2^-44; below that, one float64 rounding).
+	norm := func(name string, n int) ([]float64, error) {
+		v, err := vec(name, n)
+		if err != nil || !spec.NormOffset {
+			return v, err
+		}
+		out := make([]float64, n)
+		for i, w := range v {
+			out[i] = 1 + w
+		}
+		return out, nil
 	}
 	lin := func(al arch.Linear) (quant.Linear, error) {
 		l, err := src.Linear(al.Module)
@@ -197,7 +225,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	}
 	m.embed = emb
 	m.vocabBlock = defaultVocabBlock(d.V, d.C)
-	if m.norm, err = vec(arch.FinalNormName, d.C); err != nil {
+	if m.norm, err = norm(arch.FinalNormName, d.C); err != nil {
 		return nil, err
 	}
 	if !spec.TiedHead {
@@ -208,11 +236,19 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	for i := range m.layers {
 		names := spec.Layer(i)
 		l := &m.layers[i]
-		if l.attnNorm, err = vec(names.AttnNorm, d.C); err != nil {
+		if l.attnNorm, err = norm(names.AttnNorm, d.C); err != nil {
 			return nil, err
 		}
-		if l.mlpNorm, err = vec(names.MLPNorm, d.C); err != nil {
+		if l.mlpNorm, err = norm(names.MLPNorm, d.C); err != nil {
 			return nil, err
+		}
+		if spec.SandwichNorms {
+			if l.postAttnNorm, err = norm(names.PostAttnNorm, d.C); err != nil {
+				return nil, err
+			}
+			if l.postMLPNorm, err = norm(names.PostMLPNorm, d.C); err != nil {
+				return nil, err
+			}
 		}
 		if spec.Sparse(i) {
 			l.experts = make([][arch.NumProj]quant.Linear, spec.MoE.Experts)
@@ -239,7 +275,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			if n.name == "" {
 				continue
 			}
-			if *n.dst, err = vec(n.name, d.D); err != nil {
+			if *n.dst, err = norm(n.name, d.D); err != nil {
 				return nil, err
 			}
 		}

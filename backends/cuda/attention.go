@@ -67,15 +67,16 @@ func attnBuffers(T, H, D int, dt device.DType, capBytes int64) (operand, scores,
 	return operand, scores, weights
 }
 
-// attend computes ds.att[T][H][D] from ds.q, ds.k, ds.v (fp32, after RoPE).
-func (b *Backend) attend(ds *devState, T int) error {
+// attend computes ds.att[T][H][D] from ds.q, ds.k, ds.v (fp32, after RoPE),
+// with a sliding window of `window` keys (0: full causal attention).
+func (b *Backend) attend(ds *devState, T, window int) error {
 	s := b.spec
 	H, KVH, D := s.Heads, s.KVHeads, s.HeadDim
 	d := ds.d
 	scale := float32(1 / math.Sqrt(float64(D)))
 	bg, ok := d.(device.BatchedGemmer)
 	if !ok {
-		return device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT)
+		return device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT, window)
 	}
 	dt := b.gemmDT
 	es := int64(dt.Size())
@@ -99,7 +100,7 @@ func (b *Backend) attend(ds *devState, T int) error {
 				return fmt.Errorf("attention QKᵀ: %w", err)
 			}
 			rows := nb * rb // one warp per row
-			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt); err != nil {
+			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt, window); err != nil {
 				return err
 			}
 			part := int64(rows) * int64(n) * es

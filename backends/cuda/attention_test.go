@@ -43,7 +43,7 @@ func f16(x float32) float32 {
 
 // attentionF64 is causal GQA attention in float64 of inputs rounded to dt:
 // out[i][h] = Σ_{j<=i} softmax_j(q_i·k_j·scale) v_j (reference.attention).
-func attentionF64(q, k, v []float32, T, H, KVH, D int, dt device.DType) []float64 {
+func attentionF64(q, k, v []float32, T, H, KVH, D, W int, dt device.DType) []float64 {
 	scale := float64(float32(1 / math.Sqrt(float64(D))))
 	out := make([]float64, T*H*D)
 	G := H / KVH
@@ -62,6 +62,10 @@ func attentionF64(q, k, v []float32, T, H, KVH, D int, dt device.DType) []float6
 			}
 			var l float64
 			for j := range s {
+				if W > 0 && j <= i-W { // outside the sliding window
+					s[j] = 0
+					continue
+				}
 				s[j] = math.Exp(s[j] - mx)
 				l += s[j]
 			}
@@ -94,7 +98,8 @@ func f32le(x []float32) []byte {
 func TestTensorCoreAttention(t *testing.T) {
 	devs := emuDevices(t, 1, 1<<30)
 	d := devs[0]
-	shapes := []struct{ T, H, KVH, D int }{{1, 1, 1, 8}, {70, 4, 2, 20}, {130, 2, 1, 80}, {33, 6, 3, 16}}
+	shapes := []struct{ T, H, KVH, D, W int }{{1, 1, 1, 8, 0}, {70, 4, 2, 20, 0}, {130, 2, 1, 80, 0}, {33, 6, 3, 16, 0},
+		{70, 4, 2, 20, 16}, {130, 2, 1, 80, 1}, {33, 6, 3, 16, 40}}
 	const u = 1.0 / (1 << 24)
 	for _, sh := range shapes {
 		rng := rand.New(rand.NewSource(int64(sh.T*1000 + sh.D)))
@@ -107,9 +112,9 @@ func TestTensorCoreAttention(t *testing.T) {
 		}
 		q, k, v := gen(sh.T*sh.H*sh.D, 3), gen(sh.T*sh.KVH*sh.D, 3), gen(sh.T*sh.KVH*sh.D, 1)
 		for _, dt := range []device.DType{device.F32, device.BF16, device.F16} {
-			want := attentionF64(q, k, v, sh.T, sh.H, sh.KVH, sh.D, dt)
+			want := attentionF64(q, k, v, sh.T, sh.H, sh.KVH, sh.D, sh.W, dt)
 			for _, capBytes := range []int64{0, 3000, 40000} {
-				name := fmt.Sprintf("T%d H%d KVH%d D%d %v cap %d", sh.T, sh.H, sh.KVH, sh.D, dt, capBytes)
+				name := fmt.Sprintf("T%d H%d KVH%d D%d W%d %v cap %d", sh.T, sh.H, sh.KVH, sh.D, sh.W, dt, capBytes)
 				b := &Backend{spec: &arch.Spec{Heads: sh.H, KVHeads: sh.KVH, HeadDim: sh.D}, gemmDT: dt, attnCap: capBytes}
 				ds := &devState{d: d}
 				var ptrs []device.Ptr
@@ -135,7 +140,7 @@ func TestTensorCoreAttention(t *testing.T) {
 				alloc(&ds.va, nil, ao)
 				alloc(&ds.scores, nil, as)
 				alloc(&ds.weights, nil, aw)
-				if err := b.attend(ds, sh.T); err != nil {
+				if err := b.attend(ds, sh.T, sh.W); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
 				raw := make([]byte, 4*len(q))
@@ -161,7 +166,7 @@ func TestTensorCoreAttention(t *testing.T) {
 					old := &Backend{spec: b.spec, gemmDT: dt}
 					oldDev := &devState{d: noBatched{d}, q: ds.q, k: ds.k, v: ds.v}
 					alloc(&oldDev.att, nil, int64(4*len(q)))
-					if err := old.attend(oldDev, sh.T); err != nil {
+					if err := old.attend(oldDev, sh.T, sh.W); err != nil {
 						t.Fatalf("%s: attention kernel: %v", name, err)
 					}
 					rawOld := make([]byte, len(raw))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/qppl/qppl/arch"
@@ -139,6 +140,9 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	}
 	if spec.HeadDim > device.AttnMaxHead {
 		return nil, fmt.Errorf("cuda: head_dim %d exceeds the attention kernel's %d", spec.HeadDim, device.AttnMaxHead)
+	}
+	if err := Supports(spec); err != nil {
+		return nil, err
 	}
 	scheme, err := quant.Parse(m.Config)
 	if err != nil {
@@ -521,6 +525,40 @@ func (b *Backend) Close() error {
 	if !b.closed {
 		b.free()
 		b.closed = true
+	}
+	return nil
+}
+
+// Supports reports whether the CUDA forward pass computes every operation
+// of spec, or names the first it lacks (wrapping arch.ErrUnsupported):
+// gemma's (1 + weight) norms, embedding scale, sandwich norms, tanh-gelu
+// MLP, query_pre_attn_scalar and soft-capping have no kernels yet (issue
+// 14), and computing the llama graph instead would be a wrong number.
+func Supports(spec *arch.Spec) error {
+	var miss []string
+	if spec.NormOffset {
+		miss = append(miss, "(1 + weight) RMSNorm")
+	}
+	if spec.EmbedScale {
+		miss = append(miss, "embedding scale")
+	}
+	if spec.SandwichNorms {
+		miss = append(miss, "post-attention/feed-forward norms")
+	}
+	if spec.GeluTanh {
+		miss = append(miss, "gelu_pytorch_tanh")
+	}
+	if spec.AttnSoftcap > 0 || spec.FinalSoftcap > 0 {
+		miss = append(miss, "logit soft-capping")
+	}
+	if spec.LocalRopeTheta > 0 {
+		miss = append(miss, "local RoPE")
+	}
+	if spec.AttnScale != 1/math.Sqrt(float64(spec.HeadDim)) {
+		miss = append(miss, "query_pre_attn_scalar")
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))
 	}
 	return nil
 }

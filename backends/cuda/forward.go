@@ -161,7 +161,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := device.LaunchRope(d, ds.k, ds.cos, ds.sin, T, KVH, D); err != nil {
 				return err
 			}
-			if err := b.attend(ds, T); err != nil {
+			if err := b.attend(ds, T, b.spec.Window(li)); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {

@@ -44,7 +44,7 @@ func writeQuantized(t *testing.T, arch, scheme string, bf16 bool) string {
 // mean 1.1e-3 for qwen3 W8A8). The act_quant kernel itself is checked
 // exactly in actquant_test.go.
 func TestSchemesAgainstReference(t *testing.T) {
-	archs := fixtures.Architectures()
+	archs := cudaArchs()
 	if testing.Short() {
 		archs = archs[:1]
 	}

@@ -22,6 +22,12 @@ type settings struct {
 	tied                         bool
 	qkvBias, oBias, qkNorm       bool
 	moe                          *checkpoint.MoE // nil: dense
+	windows                      []int           // per layer: sliding attention window, 0 full
+	gemma                        bool            // Gemma 2 norms, embedding scale, GeGLU, post norms
+	queryScalar                  float64         // query_pre_attn_scalar, 0: head_dim
+	attnCap, finalCap            float64         // soft caps, 0: none
+	localTheta                   float64         // gemma3: RoPE base of the local layers, 0: none
+	local                        []bool          // gemma3: which layers use it
 }
 
 // familyDefaults are the constructor defaults of LlamaConfig,
@@ -45,6 +51,10 @@ func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64,
 		return 8, 0, 1e-5, 1e6, true
 	case "phi3":
 		return 0, 0, 1e-5, 1e4, true
+	case "gemma2":
+		return 4, 256, 1e-6, 1e4, true
+	case "gemma3_text":
+		return 4, 256, 1e-6, 1e6, true
 	}
 	return 0, 0, 0, 0, false
 }
@@ -81,6 +91,17 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			s.headDim = s.hidden / s.heads
 		}
 		s.moe = cfg.MoE
+		s.gemma = cfg.ModelType == "gemma2" || cfg.ModelType == "gemma3_text"
+		s.queryScalar, s.attnCap, s.finalCap = cfg.QueryPreAttnScalar, cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
+		if s.localTheta = cfg.RopeLocalTheta; s.localTheta > 0 {
+			s.local = cfg.SlidingLayers
+		}
+		s.windows = make([]int, max(s.layers, 0))
+		for i := range s.windows {
+			if cfg.SlidingLayers == nil || cfg.SlidingLayers[i] {
+				s.windows[i] = cfg.SlidingWindow
+			}
+		}
 		return s, s.layout(cfg.AttentionBias)
 	}
 	raw := cfg.Raw
@@ -128,7 +149,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	s.headDim = int(num("head_dim", float64(hdDef)))
 	s.eps = num("rms_norm_eps", epsDef)
 	s.theta = num("rope_theta", thetaDef)
-	s.tied = boolean("tie_word_embeddings", false)
+	s.tied = boolean("tie_word_embeddings", s.modelType == "gemma2" || s.modelType == "gemma3_text") // Gemma2Config ties by default
 	rope, theta, err := readRope(raw)
 	if err != nil {
 		return s, err
@@ -177,6 +198,53 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			return s, fmt.Errorf("oracle: phi3 partial_rotary_factor %v", f)
 		}
 	}
+	if s.windows, err = readWindows(raw, s.modelType, s.layers); err != nil {
+		return s, err
+	}
+	if s.modelType == "gemma2" {
+		// Gemma2Config: query_pre_attn_scalar 256, attn_logit_softcapping
+		// 50, final_logit_softcapping 30 (null: none); Gemma2MLP's
+		// hidden_activation must be the tanh gelu.
+		s.gemma = true
+		s.queryScalar = num("query_pre_attn_scalar", 256)
+		s.attnCap, s.finalCap = num("attn_logit_softcapping", 50), num("final_logit_softcapping", 30)
+		if _, given := raw["attn_logit_softcapping"]; given && !has("attn_logit_softcapping") {
+			s.attnCap = 0
+		}
+		if _, given := raw["final_logit_softcapping"]; given && !has("final_logit_softcapping") {
+			s.finalCap = 0
+		}
+		if act := str("hidden_activation"); act != "" && act != "gelu_pytorch_tanh" {
+			return s, fmt.Errorf("oracle: gemma2 hidden_activation %q", act)
+		}
+	}
+	if s.modelType == "gemma3_text" {
+		// Gemma3TextConfig: as Gemma 2 but no soft caps by default, and
+		// rope_local_base_freq 10000 for the sliding_attention layers
+		// (every layer but each sliding_window_pattern-th, default 6).
+		s.gemma = true
+		s.queryScalar = num("query_pre_attn_scalar", 256)
+		s.attnCap, s.finalCap = num("attn_logit_softcapping", 0), num("final_logit_softcapping", 0)
+		s.localTheta = num("rope_local_base_freq", 10000)
+		pattern := int(num("sliding_window_pattern", 6))
+		var types []string
+		if has("layer_types") {
+			_ = json.Unmarshal(raw["layer_types"], &types)
+		}
+		s.local = make([]bool, s.layers)
+		for i := range s.local {
+			s.local[i] = (i+1)%pattern != 0
+			if types != nil {
+				s.local[i] = types[i] == "sliding_attention"
+			}
+		}
+		if boolean("use_bidirectional_attention", false) || has("rope_parameters") {
+			return s, fmt.Errorf("oracle: gemma3_text with bidirectional attention or rope_parameters")
+		}
+		if act := str("hidden_activation"); act != "" && act != "gelu_pytorch_tanh" {
+			return s, fmt.Errorf("oracle: gemma3_text hidden_activation %q", act)
+		}
+	}
 	bias := boolean("attention_bias", false)
 	if s.modelType == "llama" && boolean("mlp_bias", false) {
 		return s, fmt.Errorf("oracle: llama with mlp_bias")
@@ -197,6 +265,10 @@ func (s *settings) layout(attentionBias bool) error {
 	case "qwen2":
 		s.qkvBias = true
 	case "qwen3", "qwen3_moe":
+		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
+	case "gemma2": // Gemma2Attention: bias=config.attention_bias on q, k, v, o
+		s.qkvBias, s.oBias = attentionBias, attentionBias
+	case "gemma3_text": // Gemma3Attention: the same plus q_norm, k_norm
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
 	default:
 		return fmt.Errorf("oracle: unsupported model_type %q", s.modelType)
@@ -238,4 +310,96 @@ func readRope(raw map[string]json.RawMessage) (rs *checkpoint.RopeScaling, theta
 			HighFreqFactor: f("high_freq_factor"), OriginalMaxPositionEmbeddings: int(f("original_max_position_embeddings"))}, theta, nil
 	}
 	return nil, 0, fmt.Errorf("oracle: unsupported rope type %q", typ)
+}
+
+// readWindows returns each layer's sliding attention window (0: full), as
+// transformers builds it:
+//   - MistralConfig: sliding_window defaults to 4096 (null: none), used by
+//     every MistralAttention; MixtralConfig and Phi3Config default to None;
+//   - Qwen2Config/Qwen3Config: sliding_window is None unless
+//     use_sliding_window; layer_types defaults to "sliding_attention" for
+//     i >= max_window_layers (28) when the window is not None, and a
+//     layer slides only when its type is sliding_attention and the window
+//     is not None;
+//   - Qwen3MoeConfig: the window (with use_sliding_window) on every layer.
+func readWindows(raw map[string]json.RawMessage, modelType string, layers int) ([]int, error) {
+	out := make([]int, max(layers, 0))
+	present := func(k string) bool { v, ok := raw[k]; return ok && string(v) != "null" }
+	intOf := func(k string, def int) int {
+		if !present(k) {
+			return def
+		}
+		var v int
+		_ = json.Unmarshal(raw[k], &v)
+		return v
+	}
+	useSW := false
+	if present("use_sliding_window") {
+		_ = json.Unmarshal(raw["use_sliding_window"], &useSW)
+	}
+	w := 0
+	switch modelType {
+	case "mistral":
+		if _, given := raw["sliding_window"]; !given {
+			w = 4096
+		} else {
+			w = intOf("sliding_window", 0)
+		}
+	case "mixtral", "phi3":
+		w = intOf("sliding_window", 0)
+	case "qwen3_moe":
+		if useSW {
+			w = intOf("sliding_window", 0)
+			if _, given := raw["sliding_window"]; !given {
+				w = 4096
+			}
+		}
+	case "gemma2", "gemma3_text":
+		// Gemma2Config: sliding_window 4096 (null: none) on the layers
+		// whose layer_types entry is sliding_attention, by default the
+		// even ones ((i + 1) % 2 != 0); Gemma3TextConfig: all but every
+		// sliding_window_pattern-th (6).
+		if _, given := raw["sliding_window"]; given && !present("sliding_window") {
+			return out, nil
+		}
+		w = intOf("sliding_window", 4096)
+		period := 2
+		if modelType == "gemma3_text" {
+			period = intOf("sliding_window_pattern", 6)
+		}
+		var types []string
+		if present("layer_types") {
+			if err := json.Unmarshal(raw["layer_types"], &types); err != nil || len(types) != layers {
+				return nil, fmt.Errorf("oracle: bad layer_types")
+			}
+		}
+		for i := range out {
+			if (types == nil && (i+1)%period != 0) || (types != nil && types[i] == "sliding_attention") {
+				out[i] = w
+			}
+		}
+		return out, nil
+	case "qwen2", "qwen3":
+		if !useSW || (raw["sliding_window"] != nil && !present("sliding_window")) {
+			return out, nil
+		}
+		w = intOf("sliding_window", 4096)
+		var types []string
+		if present("layer_types") {
+			if err := json.Unmarshal(raw["layer_types"], &types); err != nil || len(types) != layers {
+				return nil, fmt.Errorf("oracle: bad layer_types")
+			}
+		}
+		mwl := intOf("max_window_layers", 28)
+		for i := range out {
+			if (types == nil && i >= mwl) || (types != nil && types[i] == "sliding_attention") {
+				out[i] = w
+			}
+		}
+		return out, nil
+	}
+	for i := range out {
+		out[i] = w
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -25,6 +26,18 @@ func TestSettingsMatchArch(t *testing.T) {
 		{"num_key_value_heads": 4, "rope_scaling": map[string]any{"rope_type": "linear", "factor": 2.0}},
 		{"num_key_value_heads": 2, "rope_parameters": map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
 			"high_freq_factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 20000.0}},
+		// Sliding windows: per-layer rules of each family.
+		{"num_key_value_heads": 2, "sliding_window": 7},
+		{"num_key_value_heads": 2, "sliding_window": nil, "use_sliding_window": true},
+		{"num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 3, "max_window_layers": 1},
+		{"num_key_value_heads": 2, "use_sliding_window": true, "max_window_layers": 0},
+		{"num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 5, "layer_types": []string{"sliding_attention", "full_attention"}},
+		{"num_key_value_heads": 2, "use_sliding_window": false, "sliding_window": 5, "layer_types": []string{"sliding_attention", "sliding_attention"}},
+		// Gemma's scalar and soft caps.
+		{"num_key_value_heads": 2, "query_pre_attn_scalar": 16, "attn_logit_softcapping": nil, "final_logit_softcapping": 12.5},
+		{"num_key_value_heads": 2, "attn_logit_softcapping": 7.0, "final_logit_softcapping": nil, "sliding_window": nil},
+		{"num_key_value_heads": 2, "sliding_window_pattern": 2, "rope_local_base_freq": 500.0, "sliding_window": 3},
+		{"num_key_value_heads": 2, "sliding_window_pattern": 1, "rope_scaling": map[string]any{"rope_type": "linear", "factor": 8.0}},
 	}
 	names := arch.Names()
 	if len(names) == 0 {
@@ -63,7 +76,21 @@ func TestSettingsMatchArch(t *testing.T) {
 				layers: cfg.NumHiddenLayers, heads: cfg.NumAttentionHeads, kvHeads: cfg.NumKeyValueHeads,
 				headDim: cfg.HeadDim, eps: cfg.RMSNormEps, theta: cfg.RopeTheta, rope: cfg.RopeScaling,
 				tied: cfg.TieWordEmbeddings, qkvBias: spec.QKVBias, oBias: spec.OBias, qkNorm: spec.QKNorm,
-				moe: spec.MoE,
+				moe: spec.MoE, windows: make([]int, spec.Layers),
+				gemma:   spec.NormOffset && spec.EmbedScale && spec.SandwichNorms && spec.GeluTanh,
+				attnCap: spec.AttnSoftcap, finalCap: spec.FinalSoftcap,
+			}
+			if want.gemma {
+				want.queryScalar = 1 / (spec.AttnScale * spec.AttnScale)
+			}
+			if want.localTheta = spec.LocalRopeTheta; want.localTheta > 0 {
+				want.local = make([]bool, spec.Layers)
+				for i := range want.local {
+					want.local[i] = spec.LocalRope(i)
+				}
+			}
+			for i := range want.windows {
+				want.windows[i] = spec.Window(i)
 			}
 			checked++
 			if !equalSettings(st, want) {
@@ -85,8 +112,11 @@ func TestSettingsMatchArch(t *testing.T) {
 func equalSettings(a, b settings) bool {
 	ra, rb := a.rope, b.rope
 	ma, mb := a.moe, b.moe
-	a.rope, b.rope, a.moe, b.moe = nil, nil, nil, nil
-	if a != b || (ma == nil) != (mb == nil) {
+	if !slices.Equal(a.windows, b.windows) {
+		return false
+	}
+	a.rope, b.rope, a.moe, b.moe, a.windows, b.windows = nil, nil, nil, nil, nil, nil
+	if !reflect.DeepEqual(a, b) || (ma == nil) != (mb == nil) {
 		return false
 	}
 	if ma != nil && (ma.Experts != mb.Experts || ma.TopK != mb.TopK || ma.Intermediate != mb.Intermediate ||

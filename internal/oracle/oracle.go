@@ -57,6 +57,9 @@ func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) (
 		logits := make([]float64, net.vocab)
 		for v := 0; v < net.vocab; v++ {
 			logits[v] = dot(net.head[v], last)
+			if c := net.logitCap; c != 0 { // Gemma2ForCausalLM: final_logit_softcapping
+				logits[v] = math.Tanh(logits[v]/c) * c
+			}
 		}
 		out[p] = logSoftmax(logits)
 	}
@@ -79,6 +82,11 @@ type block struct {
 	// gate, up, down.
 	router  matrix
 	experts []expert
+	window  int  // sliding attention window, 0: full
+	local   bool // gemma3: RoPE of base rope_local_base_freq, unscaled
+	// Gemma 2: post_attention_layernorm on the attention output (then
+	// postNorm is pre_feedforward_layernorm) and post_feedforward_layernorm.
+	attnOutNorm, mlpOutNorm []float64
 }
 
 // expert is one SiLU-gated MLP of a mixture of experts.
@@ -89,11 +97,18 @@ type network struct {
 	eps                                    float64
 	tied                                   bool
 	freqs                                  []float64
+	localFreqs                             []float64 // gemma3 sliding layers
 	embed                                  [][]float64
 	blocks                                 []block
 	finalNorm                              []float64
 	head                                   [][]float64
 	moe                                    *checkpoint.MoE
+	// Gemma 2 (zero otherwise): norms scale by (1 + w), embeddings by
+	// sqrt(hidden), GeGLU with tanh-gelu, q·k scaled by scoreScale
+	// (1/sqrt(head_dim) otherwise), scores and logits soft-capped.
+	gemma              bool
+	scoreScale         float64
+	scoreCap, logitCap float64
 }
 
 func load(cfg *checkpoint.Config, get Getter) (*network, error) {
@@ -104,6 +119,11 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	n := &network{
 		vocab: st.vocab, hidden: st.hidden, heads: st.heads,
 		kvHeads: st.kvHeads, headDim: st.headDim, eps: st.eps, tied: st.tied, moe: st.moe,
+		gemma: st.gemma, scoreCap: st.attnCap, logitCap: st.finalCap,
+	}
+	n.scoreScale = 1 / math.Sqrt(float64(st.headDim))
+	if st.queryScalar > 0 {
+		n.scoreScale = 1 / math.Sqrt(st.queryScalar)
 	}
 	if n.vocab <= 0 || n.hidden <= 0 || n.heads <= 0 || n.kvHeads <= 0 || n.headDim <= 0 || n.headDim%2 == 1 || n.heads%n.kvHeads != 0 || st.inter <= 0 || st.layers <= 0 {
 		return nil, fmt.Errorf("oracle: inconsistent sizes in config")
@@ -111,6 +131,11 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	qkvBias, oBias, qkNorm := st.qkvBias, st.oBias, st.qkNorm
 	if n.freqs, err = inverseFrequencies(&checkpoint.Config{RopeTheta: st.theta, RopeScaling: st.rope}, n.headDim); err != nil {
 		return nil, err
+	}
+	if st.localTheta > 0 {
+		if n.localFreqs, err = inverseFrequencies(&checkpoint.Config{RopeTheta: st.localTheta}, n.headDim); err != nil {
+			return nil, err
+		}
 	}
 	mat := func(name string, rows, cols int) ([][]float64, error) {
 		data, shape, err := get(name)
@@ -155,11 +180,20 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	n.blocks = make([]block, st.layers)
 	for i := range n.blocks {
 		b := &n.blocks[i]
+		b.window = st.windows[i]
+		b.local = st.local != nil && st.local[i]
 		pre := fmt.Sprintf("model.layers.%d.", i)
 		steps := []func() error{
 			func() (e error) { b.inNorm, e = vector(pre+"input_layernorm.weight", n.hidden); return },
-			func() (e error) { b.postNorm, e = vector(pre+"post_attention_layernorm.weight", n.hidden); return },
 			func() (e error) { b.o, e = linear(pre+"self_attn.o_proj", n.hidden, qOut); return },
+		}
+		if n.gemma {
+			steps = append(steps,
+				func() (e error) { b.attnOutNorm, e = vector(pre+"post_attention_layernorm.weight", n.hidden); return },
+				func() (e error) { b.postNorm, e = vector(pre+"pre_feedforward_layernorm.weight", n.hidden); return },
+				func() (e error) { b.mlpOutNorm, e = vector(pre+"post_feedforward_layernorm.weight", n.hidden); return })
+		} else {
+			steps = append(steps, func() (e error) { b.postNorm, e = vector(pre+"post_attention_layernorm.weight", n.hidden); return })
 		}
 		if st.modelType == "phi3" {
 			// Phi3Attention: qkv_proj's rows are q, then k, then v.
@@ -280,12 +314,17 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 	xs := make([][]float64, T)
 	for t, id := range toks {
 		xs[t] = append([]float64(nil), n.embed[id]...)
+		if n.gemma { // Gemma2Model: inputs_embeds · hidden_size**0.5
+			for c := range xs[t] {
+				xs[t][c] *= math.Sqrt(float64(n.hidden))
+			}
+		}
 	}
 	group := n.heads / n.kvHeads
 	for _, b := range n.blocks {
 		normed := make([][]float64, T)
 		for t := range xs {
-			normed[t] = rms(xs[t], b.inNorm, n.eps)
+			normed[t] = n.norm(xs[t], b.inNorm)
 		}
 		q, err := apply(b.q, b.qb, normed, opt)
 		if err != nil {
@@ -303,16 +342,16 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 			for h := 0; h < n.heads; h++ {
 				seg := q[t][h*n.headDim : (h+1)*n.headDim]
 				if b.qn != nil {
-					copy(seg, rms(seg, b.qn, n.eps))
+					copy(seg, n.norm(seg, b.qn))
 				}
-				n.rotate(seg, t)
+				n.rotate(seg, t, b.local)
 			}
 			for h := 0; h < n.kvHeads; h++ {
 				seg := k[t][h*n.headDim : (h+1)*n.headDim]
 				if b.kn != nil {
-					copy(seg, rms(seg, b.kn, n.eps))
+					copy(seg, n.norm(seg, b.kn))
 				}
-				n.rotate(seg, t)
+				n.rotate(seg, t, b.local)
 			}
 		}
 		ctxv := make([][]float64, T)
@@ -321,10 +360,22 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 			for h := 0; h < n.heads; h++ {
 				kvh := h / group
 				qi := q[i][h*n.headDim : (h+1)*n.headDim]
+				// Sliding window W: keys j with j > i-W (and j <= i).
+				first := 0
+				if W := b.window; W > 0 && i-W+1 > 0 {
+					first = i - W + 1
+				}
 				w := make([]float64, i+1)
 				top := math.Inf(-1)
 				for j := 0; j <= i; j++ {
-					w[j] = dot(qi, k[j][kvh*n.headDim:(kvh+1)*n.headDim]) / math.Sqrt(float64(n.headDim))
+					if j < first {
+						w[j] = math.Inf(-1)
+						continue
+					}
+					w[j] = dot(qi, k[j][kvh*n.headDim:(kvh+1)*n.headDim]) * n.scoreScale
+					if n.scoreCap != 0 {
+						w[j] = math.Tanh(w[j]/n.scoreCap) * n.scoreCap
+					}
 					top = math.Max(top, w[j])
 				}
 				z := 0.0
@@ -347,28 +398,34 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 			return nil, err
 		}
 		for t := range xs {
+			if b.attnOutNorm != nil {
+				attn[t] = n.norm(attn[t], b.attnOutNorm)
+			}
 			for c := range xs[t] {
 				xs[t][c] += attn[t][c]
 			}
-			normed[t] = rms(xs[t], b.postNorm, n.eps)
+			normed[t] = n.norm(xs[t], b.postNorm)
 		}
 		var mlp [][]float64
 		if b.experts != nil {
 			mlp, err = n.mixture(b, normed, opt)
 		} else {
-			mlp, err = swiglu(b.gate, b.up, b.down, normed, opt)
+			mlp, err = n.gatedMLP(b.gate, b.up, b.down, normed, opt)
 		}
 		if err != nil {
 			return nil, err
 		}
 		for t := range xs {
+			if b.mlpOutNorm != nil {
+				mlp[t] = n.norm(mlp[t], b.mlpOutNorm)
+			}
 			for c := range xs[t] {
 				xs[t][c] += mlp[t][c]
 			}
 		}
 	}
 	for t := range xs {
-		xs[t] = rms(xs[t], n.finalNorm, n.eps)
+		xs[t] = n.norm(xs[t], n.finalNorm)
 	}
 	return xs, nil
 }
@@ -381,6 +438,46 @@ func rowsOf(m matrix, r0, n int) matrix {
 		return matrix{name: m.name}
 	}
 	return matrix{name: m.name, rows: m.rows[r0 : r0+n]}
+}
+
+// norm is the family's RMSNorm: LlamaRMSNorm, or Gemma2RMSNorm's
+// x/sqrt(mean(x²)+eps) · (1 + w).
+func (n *network) norm(x, w []float64) []float64 {
+	if !n.gemma {
+		return rms(x, w, n.eps)
+	}
+	var sq float64
+	for _, v := range x {
+		sq += v * v
+	}
+	r := 1 / math.Sqrt(sq/float64(len(x))+n.eps)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v * r * (1 + w[i])
+	}
+	return out
+}
+
+// gatedMLP is swiglu, or for Gemma 2 down(gelu_tanh(gate(x)) · up(x)).
+func (n *network) gatedMLP(gate, up, down matrix, in [][]float64, opt Options) ([][]float64, error) {
+	if !n.gemma {
+		return swiglu(gate, up, down, in, opt)
+	}
+	g, err := apply(gate, nil, in, opt)
+	if err != nil {
+		return nil, err
+	}
+	u, err := apply(up, nil, in, opt)
+	if err != nil {
+		return nil, err
+	}
+	for t := range g {
+		for c, x := range g[t] {
+			inner := math.Sqrt(2/math.Pi) * (x + 0.044715*math.Pow(x, 3))
+			g[t][c] = x * 0.5 * (1 + math.Tanh(inner)) * u[t][c]
+		}
+	}
+	return apply(down, nil, g, opt)
 }
 
 // swiglu is down(silu(gate(x)) · up(x)) for every row.
@@ -468,12 +565,16 @@ func (n *network) mixture(b block, in [][]float64, opt Options) ([][]float64, er
 }
 
 // rotate applies rotate-half RoPE at position pos to one head vector.
-func (n *network) rotate(x []float64, pos int) {
+func (n *network) rotate(x []float64, pos int, local bool) {
+	freqs := n.freqs
+	if local {
+		freqs = n.localFreqs
+	}
 	half := len(x) / 2
 	first := append([]float64(nil), x[:half]...)
 	second := append([]float64(nil), x[half:]...)
 	for i := 0; i < half; i++ {
-		theta := float64(pos) * n.freqs[i]
+		theta := float64(pos) * freqs[i]
 		c, s := math.Cos(theta), math.Sin(theta)
 		x[i] = first[i]*c - second[i]*s
 		x[half+i] = second[i]*c + first[i]*s

@@ -77,10 +77,10 @@ func LaunchRMSNorm(d Device, out, x, w Ptr, rows, cols int, eps float32) error {
 // and k, v [T][KVH][D] with the softmax scale, rounding the probabilities
 // and values to the GEMM dtype dt (attention, attention.cu: blocks of
 // AttnBlockQ queries per head, AttnTileK keys per shared-memory tile).
-func LaunchAttention(d Device, out, q, k, v Ptr, T, H, KVH, D int, scale float32, dt DType) error {
+func LaunchAttention(d Device, out, q, k, v Ptr, T, H, KVH, D int, scale float32, dt DType, W int) error {
 	grid := Dim3{X: (T + AttnBlockQ - 1) / AttnBlockQ, Y: H, Z: 1}
 	return d.Launch(KAttention, grid, D1(AttnBlockQ), 2*AttnTileK(D)*D*4,
-		out, q, k, v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(dt))
+		out, q, k, v, int32(T), int32(H), int32(KVH), int32(D), scale, int32(dt), int32(W))
 }
 
 // LaunchLogitsStats reduces logits[rows][V]: the target's negative
@@ -116,8 +116,8 @@ func LaunchAttnPrep(d Device, qa, ka, va, q, k, v Ptr, T, H, KVH, D int, dt DTyp
 // starting at r0 (per head) into causal softmax weights p, written as
 // nparts dtype-dt parts whose sum keeps fp32 precision (attn_softmax,
 // attention.cu: one warp per row).
-func LaunchAttnSoftmax(d Device, p Ptr, nparts int, s Ptr, rows, N, R, r0 int, dt DType) error {
-	return d.Launch(KAttnSoftmax, D1(rows), D1(32), 0, p, int32(nparts), s, int32(rows), int32(N), int32(R), int32(r0), int32(dt))
+func LaunchAttnSoftmax(d Device, p Ptr, nparts int, s Ptr, rows, N, R, r0 int, dt DType, W int) error {
+	return d.Launch(KAttnSoftmax, D1(rows), D1(32), 0, p, int32(nparts), s, int32(rows), int32(N), int32(R), int32(r0), int32(dt), int32(W))
 }
 
 // LaunchSplitQKV splits the fused projection in[T][Q+2·KV] into q, k, v,

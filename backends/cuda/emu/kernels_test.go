@@ -127,8 +127,9 @@ func TestRopeSiluAddBiasEmbed(t *testing.T) {
 	checkClose(t, "embed_gather", downF32(t, d, pe, len(ids)*C), want, 0, 0)
 }
 
-// attention64 is the float64 definition: softmax over keys j <= i.
-func attention64(q, k, v []float64, T, H, KVH, D int, scale float64) []float64 {
+// attention64 is the float64 definition: softmax over keys j <= i, and
+// j > i-W when W > 0 (sliding window).
+func attention64(q, k, v []float64, T, H, KVH, D, W int, scale float64) []float64 {
 	out := make([]float64, T*H*D)
 	for h := 0; h < H; h++ {
 		kh := h / (H / KVH)
@@ -144,6 +145,10 @@ func attention64(q, k, v []float64, T, H, KVH, D int, scale float64) []float64 {
 			}
 			sum := 0.0
 			for j := range s {
+				if W > 0 && j <= i-W {
+					s[j] = 0
+					continue
+				}
 				s[j] = math.Exp(s[j] - mx)
 				sum += s[j]
 			}
@@ -160,15 +165,16 @@ func attention64(q, k, v []float64, T, H, KVH, D int, scale float64) []float64 {
 func TestAttention(t *testing.T) {
 	d := newTestDevice(t)
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, sh := range []struct{ T, H, KVH, D int }{{1, 1, 1, 4}, {70, 4, 2, 20}, {33, 2, 2, 64}, {130, 3, 1, 8}, {40, 2, 1, 160}, {64, 1, 1, 12}, {65, 2, 1, device.AttnMaxHead}} {
+	for _, sh := range []struct{ T, H, KVH, D, W int }{{1, 1, 1, 4, 0}, {70, 4, 2, 20, 0}, {33, 2, 2, 64, 0}, {130, 3, 1, 8, 0}, {40, 2, 1, 160, 0}, {64, 1, 1, 12, 0}, {65, 2, 1, device.AttnMaxHead, 0},
+		{70, 4, 2, 20, 1}, {130, 3, 1, 8, 37}, {130, 2, 2, 16, 64}, {40, 2, 1, 160, 7}} {
 		for _, dt := range []device.DType{device.F32, device.BF16, device.F16} {
 			q, k, v := randF32(rng, sh.T*sh.H*sh.D, 1), randF32(rng, sh.T*sh.KVH*sh.D, 1), randF32(rng, sh.T*sh.KVH*sh.D, 1)
 			po := allocT(t, d, 4*len(q))
 			scale := float32(1 / math.Sqrt(float64(sh.D)))
 			grid := device.Dim3{X: (sh.T + device.AttnBlockQ - 1) / device.AttnBlockQ, Y: sh.H, Z: 1}
 			launch(t, d, device.KAttention, grid, device.D1(device.AttnBlockQ), 2*device.AttnTileK(sh.D)*sh.D*4, po,
-				upF32(t, d, q), upF32(t, d, k), upF32(t, d, v), int32(sh.T), int32(sh.H), int32(sh.KVH), int32(sh.D), scale, int32(dt))
-			want := attention64(roundTo(q, dt), roundTo(k, dt), roundTo(v, dt), sh.T, sh.H, sh.KVH, sh.D, float64(scale))
+				upF32(t, d, q), upF32(t, d, k), upF32(t, d, v), int32(sh.T), int32(sh.H), int32(sh.KVH), int32(sh.D), scale, int32(dt), int32(sh.W))
+			want := attention64(roundTo(q, dt), roundTo(k, dt), roundTo(v, dt), sh.T, sh.H, sh.KVH, sh.D, sh.W, float64(scale))
 			// budget: scores (D products), exp/rescaling (a few u per key), T-term sums
 			checkClose(t, "attention "+dt.String(), downF32(t, d, po, len(q)), want, float64(sh.T+sh.D+16)*u32, float64(sh.T+sh.D+16)*u32)
 		}
@@ -338,7 +344,7 @@ func TestAttentionSharedMemoryOverrun(t *testing.T) {
 		need := 2 * device.AttnTileK(D) * D * 4
 		for _, shared := range []int{need, need - 4} {
 			err := d.Launch(device.KAttention, device.Dim3{X: 1, Y: H, Z: 1}, device.D1(device.AttnBlockQ), shared, po, q, kv, kv,
-				int32(T), int32(H), int32(H), int32(D), float32(0.125), int32(device.F32))
+				int32(T), int32(H), int32(H), int32(D), float32(0.125), int32(device.F32), int32(0))
 			if shared == need && err != nil {
 				t.Errorf("D=%d: %d bytes of shared memory: %v", D, shared, err)
 			}

@@ -12,11 +12,14 @@
 // fp16 attention reads). Keys are streamed in tiles through shared memory
 // and the softmax is online (running max m and sum l in fp32, rescaling
 // the accumulator when m grows), so no T×T matrix is formed.
+// With W > 0 (a sliding window) query i sees only keys j > i-W
+// (transformers' sliding_window_overlay); W = 0, or W >= T, is full causal
+// attention and takes exactly the same steps.
 // Launch: grid (ceil(T/64), H), block 64, dynamic shared 2*BK*D*4 bytes
 // with BK = 32 for D <= 128, else 16 (device.AttnTileK); D <= 256. Reference: reference.attention (scaled_dot_product_attention
 // with is_causal, repeat_kv for GQA).
 EXTERN_C __global__ void attention(float *out, const float *q, const float *k, const float *v, int T, int H, int KVH,
-				   int D, float scale, int dt) {
+				   int D, float scale, int dt, int W) {
 	DYN_SHARED(float, sm);
 	const int BK = D > 128 ? ATT_BK / 2 : ATT_BK;
 	float *ks = sm, *vs = sm + BK * D;
@@ -31,7 +34,10 @@ EXTERN_C __global__ void attention(float *out, const float *q, const float *k, c
 	}
 	float m = -INFINITY, l = 0.0f;
 	int kend = imin(T, q0 + ATT_BQ);
-	for (int k0 = 0; k0 < kend; k0 += BK) {
+	// First key any query of the block sees, and this query's first key.
+	int kbeg = W > 0 && q0 - W + 1 > 0 ? q0 - W + 1 : 0;
+	int jmin = W > 0 && i - W + 1 > 0 ? i - W + 1 : 0;
+	for (int k0 = kbeg; k0 < kend; k0 += BK) {
 		__syncthreads();
 		for (int idx = threadIdx.x; idx < BK * D; idx += blockDim.x) {
 			int j = k0 + idx / D, d = idx % D;
@@ -42,7 +48,7 @@ EXTERN_C __global__ void attention(float *out, const float *q, const float *k, c
 		__syncthreads();
 		if (!active) continue;
 		int jmax = imin(k0 + BK, i + 1);
-		for (int j = k0; j < jmax; j++) {
+		for (int j = k0 > jmin ? k0 : jmin; j < jmax; j++) {
 			const float *kj = ks + (j - k0) * D, *vj = vs + (j - k0) * D;
 			float s = 0.0f;
 			for (int d = 0; d < D; d++) s += qv[d] * kj[d];
@@ -98,22 +104,25 @@ EXTERN_C __global__ void attn_prep(void *qa, void *ka, void *va, const float *q,
 // Block: a multiple of 32 threads; the backend launches one warp per row
 // (rows are many: heads × query rows; a warp streams a 2,048-key row in 64
 // coalesced steps). Reference: reference.attention.
-EXTERN_C __global__ void attn_softmax(void *p, int nparts, const float *s, int rows, int N, int R, int r0, int dt) {
+// With W > 0 (a sliding window) only keys j > t - W count (w_j = 0 below);
+// W = 0 or W > t changes nothing.
+EXTERN_C __global__ void attn_softmax(void *p, int nparts, const float *s, int rows, int N, int R, int r0, int dt, int W) {
 	__shared__ float red[32];
 	int r = blockIdx.x;
 	if (r >= rows) return;
 	int t = r0 + r % R, n = imin(t + 1, N);
+	int lo = W > 0 && t - W + 1 > 0 ? t - W + 1 : 0;
 	const float *x = s + (size_t)r * N;
 	float mx = -INFINITY;
-	for (int j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, x[j]);
+	for (int j = lo + threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, x[j]);
 	mx = block_max(mx, red);
 	float se = 0.0f;
-	for (int j = threadIdx.x; j < n; j += blockDim.x) se += expf(x[j] - mx);
+	for (int j = lo + threadIdx.x; j < n; j += blockDim.x) se += expf(x[j] - mx);
 	se = block_sum(se, red);
 	float inv = 1.0f / se;
 	size_t part = (size_t)rows * N;
 	for (int j = threadIdx.x; j < N; j += blockDim.x) {
-		float w = j < n ? expf(x[j] - mx) * inv : 0.0f;
+		float w = j >= lo && j < n ? expf(x[j] - mx) * inv : 0.0f;
 		for (int i = 0; i < nparts; i++) {
 			float c = round_dt(w, dt);
 			st_dt(p, part * i + (size_t)r * N + j, c, dt);

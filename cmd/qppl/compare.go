@@ -41,10 +41,12 @@ func newCompareCmd() *cli.Command {
 		allowGapsFlag,
 		&cli.IntFlag{Name: "rows", Value: 0, Usage: "at most this many windows (max_rows; 0 = all)"},
 		&cli.StringFlag{Name: "method", Value: "compare_q", Usage: "windowing: compare_q, exl3-ppl, llamacpp or hf-strided"},
-		&cli.StringFlag{Name: "kld-mode", Aliases: []string{"kl-mode"}, Usage: "KL coverage: scored (every scored position) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
+		&cli.StringFlag{Name: "kld-mode", Usage: "KL coverage: scored (every scored position) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode (fewer when the run has fewer, as compare_q)"},
 		&cli.StringFlag{Name: "kld-base", Usage: "existing base log-probs (qppl eval --save-logits, or llama-perplexity --kl-divergence-base) instead of a base model (compare_q's -lf)"},
-		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: string(compare.DefaultEncoding), Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
+		&cli.StringFlag{Name: "logits-format", Value: string(compare.DefaultEncoding), Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
+		&cli.StringFlag{Name: "kl-mode", Usage: "old name of --kld-mode", Hidden: true},
+		&cli.StringFlag{Name: "base-encoding", Usage: "old name of --logits-format", Hidden: true},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement statistic (< 2: none)"},
 		&cli.StringFlag{Name: "json", Usage: "write the result set to this file"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw a chart to this file (.png, .svg, .pdf); see the plot flags"},
@@ -110,6 +112,9 @@ type compareOptions struct {
 // compareOptionsFrom reads and checks the flags: everything that can be
 // checked before evaluating is checked here.
 func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
+	if err := adoptOldNames(c, "compare", renamedFlag{name: "kld-mode", old: "kl-mode"}, renamedFlag{name: "logits-format", old: "base-encoding"}); err != nil {
+		return compareOptions{}, err
+	}
 	o := compareOptions{
 		KLDRows: c.Int("kld-rows"), KLDBase: c.String("kld-base"), TopK: c.Int("top-k"),
 		Backend: backendFromFlags(c, c.Int("ctx")),

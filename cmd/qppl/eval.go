@@ -114,7 +114,8 @@ func evalFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q (kept for old scripts)", Hidden: true},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
 		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: fmt.Sprintf("window-bootstrap resamples for the 95%% PPL interval: 0 = off, else %d to %d", compare.MinBootstrap, compare.MaxBootstrap)},
-		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
+		&cli.Uint64Flag{Name: "bootstrap-seed", Value: 0, Usage: "seed of the window-bootstrap resampling"},
+		&cli.Uint64Flag{Name: "seed", Usage: "old name of --bootstrap-seed", Hidden: true},
 		&cli.StringFlag{Name: "run-dir", Usage: "journal every finished window in DIR; the same command resumes an interrupted run (docs/runs.md)"},
 		&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge; auto: from a Slurm job array or a Kubernetes Indexed Job (docs/runs.md)"},
 		&cli.IntFlag{Name: "shards", Usage: "number of shards for --shard auto in a Kubernetes Indexed Job (its completions)"},
@@ -126,6 +127,9 @@ func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
 	if c.NArg() > 0 {
 		return evalOptions{}, usageErr(fmt.Errorf("eval: unexpected argument %q", c.Args().First()))
 	}
+	if err := adoptOldNames(c, "eval", renamedFlag{name: "bootstrap-seed", old: "seed"}); err != nil {
+		return evalOptions{}, err
+	}
 	o := evalOptions{
 		Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"),
 		Text: c.String("text"), Tokenizer: c.String("tokenizer"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
@@ -134,7 +138,7 @@ func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
 		JSON:    c.String("json"), NLLOut: c.String("nll-out"), TokensOut: c.String("tokens-out"),
 		SaveLogits: c.String("save-logits"), LogitsFormat: c.String("logits-format"), KLDBase: c.String("kld-base"),
 		KLDMode: c.String("kld-mode"), KLDRows: c.Int("kld-rows"), KLDAllPos: c.Bool("kld-all-positions"), TopK: c.Int("top-k"),
-		Bootstrap: c.Int("bootstrap"), Seed: c.Uint64("seed"),
+		Bootstrap: c.Int("bootstrap"), Seed: c.Uint64("bootstrap-seed"),
 		RunDir: c.String("run-dir"), Shard: c.String("shard"),
 	}
 	if o.Method == string(compare.MethodLMEval) && !c.IsSet("ctx") {

@@ -57,7 +57,7 @@ func newVerifyCmd() *cli.Command {
 			&cli.StringFlag{Name: "text", Usage: "UTF-8 text, tokenized with the model's tokenizer.json"},
 			&cli.StringFlag{Name: "dataset", Usage: "wikitext2"},
 			&cli.StringFlag{Name: "data", Usage: "file for --dataset"},
-			&cli.IntFlag{Name: "ctx", Value: 256, Usage: "window length"},
+			&cli.IntFlag{Name: "ctx", Value: 2048, Usage: "window length (as eval and compare)"},
 			&cli.IntFlag{Name: "stride", Usage: "window stride", DefaultText: "ctx"},
 			&cli.IntFlag{Name: "rows", Aliases: []string{"windows"}, Value: 2, Usage: "number of windows (--rows, as in eval and compare)"},
 			&cli.IntFlag{Name: "probe-windows", Value: 1, Usage: "windows whose hidden states are compared (0: none)"},

@@ -81,6 +81,9 @@ func runDemo(c *cli.Context) error {
 	}
 	// Big enough for group-128 formats, small enough for a quick float64 run.
 	o.Hidden, o.Intermediate, o.HeadDim, o.DType = 128, 384, 32, checkpoint.BF16
+	// Full attention, as Mistral-7B-v0.2 and later: the test fixture's
+	// 32-token window is there to exercise sliding windows, not the demo.
+	o.Config = map[string]any{"sliding_window": nil}
 	base := filepath.Join(dir, "base-bf16")
 	if err := fixtures.Write(base, o); err != nil {
 		return fmt.Errorf("demo: %w", err)

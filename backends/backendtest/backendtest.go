@@ -2,18 +2,14 @@ package backendtest
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
-	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/internal/oracle"
 )
 
@@ -75,7 +71,7 @@ func NonDeterministic() Option { return func(c *config) { c.deterministic = fals
 func Context(n int) Option { return func(c *config) { c.ctx = n } }
 
 // Vocab of the fixtures written by Run.
-const Vocab = 96
+const Vocab = fixtures.SuiteVocab
 
 // Run checks newBackend on every fixture architecture. newBackend opens the
 // model directory it is given; Run closes the backend.
@@ -504,116 +500,13 @@ func argmax(x []float64) int {
 	return best
 }
 
-// Fixture sizes (small: a window of 80 tokens runs in milliseconds).
-const (
-	hidden       = 32
-	heads        = 4
-	kvHeads      = 2
-	intermediate = 48
-	layers       = 2
-)
+// hidden is the width of the models WriteModel writes.
+const hidden = fixtures.SuiteHidden
 
-// WriteModel writes a deterministic random model of the named
-// architecture (any of arch.Names) into dir (config.json and
-// model.safetensors in Hugging Face layout) and returns its embedding matrix
-// [Vocab][hidden] as stored (after rounding to the file's dtype). The
-// config is the family's fixture declaration (arch.Family.Fixture: its
-// own keys, RoPE scaling, window keys, head tying) at the suite's sizes; a
-// family that reads head_dim from config.json gets head_dim 12 ≠
-// hidden/heads; an untied family is written in BF16 (the others in F32), so
-// that both dtypes and both head layouts are exercised. Tensors are every
-// tensor of arch.Spec.DenseWeights, drawn in that order: the embedding
-// N(0,1), lm_head N(0,1/hidden), Linear weights N(0,1/in), biases
-// N(0,0.3²), norm gains 1+N(0,0.1²) (q/k norms 1+N(0,0.2²)).
+// WriteModel writes the suite's deterministic random model of the named
+// architecture (any of arch.Names) into dir and returns its embedding matrix
+// [Vocab][hidden] as stored; it is fixtures.WriteSuiteModel, which documents
+// the config, dtypes and weight distributions.
 func WriteModel(dir, archName string, seed uint64) ([]float64, error) {
-	fam, ok := arch.Lookup(archName)
-	if !ok {
-		return nil, fmt.Errorf("backendtest: unknown fixture architecture %q", archName)
-	}
-	headDim, dtype, tied := hidden/heads, checkpoint.DType("F32"), fam.Fixture.Tied
-	if fam.Fixture.HeadDim != 0 {
-		headDim = 12
-	}
-	if !tied {
-		dtype = "BF16"
-	}
-	cfg := map[string]any{
-		"model_type": archName, "vocab_size": Vocab, "hidden_size": hidden,
-		"intermediate_size": intermediate, "num_hidden_layers": layers,
-		"num_attention_heads": heads, "num_key_value_heads": kvHeads,
-		"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "hidden_act": "silu",
-		"max_position_embeddings": 512,
-	}
-	if fam.Fixture.Config != nil {
-		for k, v := range fam.Fixture.Config(arch.FixtureShape{Layers: layers, MaxPos: 512}) {
-			cfg[k] = v
-		}
-	}
-	cfg["head_dim"] = headDim
-	cfg["tie_word_embeddings"] = tied
-	cfg["torch_dtype"] = map[checkpoint.DType]string{"F32": "float32", "BF16": "bfloat16"}[dtype]
-	js, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	c, err := arch.ParseConfig(js, "backendtest config.json")
-	if err != nil {
-		return nil, err
-	}
-	spec, err := arch.For(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkpoint.WriteFileAtomic(filepath.Join(dir, "config.json"), js); err != nil {
-		return nil, err
-	}
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	var ts []checkpoint.WriteTensor
-	var emb []float64
-	add := func(name string, shape []int, mean, sd float64) []float64 {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		vals := make([]float64, n)
-		var raw []byte
-		if dtype == "BF16" {
-			raw = make([]byte, 2*n)
-		} else {
-			raw = make([]byte, 4*n)
-		}
-		for i := range vals {
-			f := math.Float32bits(float32(mean + sd*r.NormFloat64()))
-			if dtype == "BF16" {
-				h := uint16(f >> 16) // truncation is fine for random weights
-				binary.LittleEndian.PutUint16(raw[2*i:], h)
-				vals[i] = float64(math.Float32frombits(uint32(h) << 16))
-			} else {
-				binary.LittleEndian.PutUint32(raw[4*i:], f)
-				vals[i] = float64(math.Float32frombits(f))
-			}
-		}
-		ts = append(ts, checkpoint.WriteTensor{Name: name, DType: dtype, Shape: shape, Data: raw})
-		return vals
-	}
-	for _, w := range spec.DenseWeights() {
-		switch {
-		case w.Name == arch.EmbedName:
-			emb = add(w.Name, w.Shape, 0, 1)
-		case w.Name == arch.LMHeadName:
-			add(w.Name, w.Shape, 0, 1/math.Sqrt(hidden))
-		case len(w.Shape) == 2: // a Linear [out, in]
-			add(w.Name, w.Shape, 0, 1/math.Sqrt(float64(w.Shape[1])))
-		case strings.HasSuffix(w.Name, ".bias"):
-			add(w.Name, w.Shape, 0, 0.3)
-		case w.Shape[0] == headDim && w.Shape[0] != hidden: // per-head q/k norm
-			add(w.Name, w.Shape, 1, 0.2)
-		default: // RMSNorm gain
-			add(w.Name, w.Shape, 1, 0.1)
-		}
-	}
-	if err := checkpoint.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
-		return nil, err
-	}
-	return emb, nil
+	return fixtures.WriteSuiteModel(dir, archName, seed)
 }

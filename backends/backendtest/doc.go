@@ -31,6 +31,7 @@
 //     wrong but self-consistent distribution would pass every check above.
 //
 // It fails the test (t.Errorf) naming the architecture, window and position
-// of every violation. It imports package checkpoint to write and read the
-// models, and package internal/oracle for the independent expected values.
+// of every violation. The models are written by package fixtures
+// (fixtures.WriteSuiteModel, also exported here as WriteModel); package
+// internal/oracle gives the independent expected values.
 package backendtest

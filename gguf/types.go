@@ -139,12 +139,16 @@ func (t Type) String() string {
 
 // BlockSize returns the number of elements per block (1 for plain types),
 // 0 for an unknown type.
-func (t Type) BlockSize() int64 { ti, _ := lookup(t)
-	return ti.blockSize }
+func (t Type) BlockSize() int64 {
+	ti, _ := lookup(t)
+	return ti.blockSize
+}
 
 // TypeSize returns the bytes per block, 0 for an unknown type.
-func (t Type) TypeSize() int64 { ti, _ := lookup(t)
-	return ti.typeSize }
+func (t Type) TypeSize() int64 {
+	ti, _ := lookup(t)
+	return ti.typeSize
+}
 
 // RowBytes returns the bytes of n elements of type t: n/BlockSize blocks.
 // n must be a multiple of the block size and the product must not overflow.

@@ -23,7 +23,9 @@ func Uint64Value(v uint64) Value { return Value{Type: TypeUint64, bits: v} }
 func Uint16Value(v uint16) Value { return Value{Type: TypeUint16, bits: uint64(v)} }
 
 // Float32Value returns a float32 value.
-func Float32Value(v float32) Value { return Value{Type: TypeFloat32, bits: uint64(math.Float32bits(v))} }
+func Float32Value(v float32) Value {
+	return Value{Type: TypeFloat32, bits: uint64(math.Float32bits(v))}
+}
 
 // Float64Value returns a float64 value.
 func Float64Value(v float64) Value { return Value{Type: TypeFloat64, bits: math.Float64bits(v)} }

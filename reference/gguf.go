@@ -36,4 +36,4 @@ func (s ggufSource) Float64(name string) ([]float64, []int, error) {
 	return s.m.Float64(name)
 }
 func (s ggufSource) Rows(name string) (rowReader, error) { return s.m.Rows(name) }
-func (s ggufSource) Where(name string) string             { return s.m.Where(name) }
+func (s ggufSource) Where(name string) string            { return s.m.Where(name) }

@@ -2,9 +2,12 @@ package gguf_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/backends"
@@ -210,3 +213,233 @@ func TestPermuteUnpermute(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// splitFile rewrites a GGUF file as n parts PREFIX-0000k-of-0000n.gguf the
+// way llama.cpp's gguf-split does (metadata in the first part, split.* keys
+// in every part, tensors spread in order) and returns the first part's path.
+func splitFile(t *testing.T, path string, n int, edit func(part int, kvs []gguf.KV) []gguf.KV) string {
+	t.Helper()
+	m, err := gguf.OpenModel(path, gguf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	src := m.Files[0]
+	var ts []gguf.WriteTensor
+	for _, ti := range src.Tensors {
+		raw, err := src.ReadRaw(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: raw})
+	}
+	dir := t.TempDir()
+	per := (len(ts) + n - 1) / n
+	first := ""
+	for k := 0; k < n; k++ {
+		kvs := []gguf.KV{{Key: "split.no", Value: gguf.Uint16Value(uint16(k))}, {Key: "split.count", Value: gguf.Uint16Value(uint16(n))},
+			{Key: "split.tensors.count", Value: gguf.Int32Value(int32(len(ts)))}}
+		if k == 0 {
+			kvs = append(src.KVs, kvs...)
+		}
+		if edit != nil {
+			kvs = edit(k, kvs)
+		}
+		part := ts[min(k*per, len(ts)):min((k+1)*per, len(ts))]
+		p := filepath.Join(dir, fmt.Sprintf("model-%05d-of-%05d.gguf", k+1, n))
+		if k == 0 {
+			first = p
+		}
+		fh, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gguf.Write(fh, kvs, part); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+	}
+	return first
+}
+
+// TestSplitModel: a model split in 3 parts scores as the single file, from
+// any part's name; lying split metadata and a missing part are refused.
+func TestSplitModel(t *testing.T) {
+	dir := writeFixture(t, "qwen2", nil)
+	single := convert(t, dir, gguf.F32)
+	ws := testWindows(512)[:1]
+	want := ggufNLL(t, single, gguf.Options{}, ws)
+	first := splitFile(t, single, 3, nil)
+	for _, p := range []string{first, strings.Replace(first, "00001-of", "00003-of", 1)} {
+		got := ggufNLL(t, p, gguf.Options{}, ws)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s: NLL[%d] %v, single file %v", p, i, got[i], want[i])
+			}
+		}
+	}
+	lie := splitFile(t, single, 2, func(part int, kvs []gguf.KV) []gguf.KV {
+		if part == 1 {
+			kvs[0].Value = gguf.Uint16Value(0)
+		}
+		return kvs
+	})
+	if _, err := gguf.OpenModel(lie, gguf.Options{}); !errors.Is(err, gguf.ErrFormat) || !strings.Contains(err.Error(), "split.no") {
+		t.Fatalf("lying split.no: %v", err)
+	}
+	os.Remove(strings.Replace(first, "00001-of", "00002-of", 1))
+	if _, err := gguf.OpenModel(first, gguf.Options{}); err == nil || !strings.Contains(err.Error(), "00002-of-00003") {
+		t.Fatalf("missing part: %v", err)
+	}
+	// A part opened under a plain name is refused.
+	plain := filepath.Join(t.TempDir(), "plain.gguf")
+	data, _ := os.ReadFile(strings.Replace(first, "00001-of", "00003-of", 1))
+	os.WriteFile(plain, data, 0o644)
+	if _, err := gguf.OpenModel(plain, gguf.Options{}); !errors.Is(err, gguf.ErrFormat) || !strings.Contains(err.Error(), "split") {
+		t.Fatalf("part under a plain name: %v", err)
+	}
+}
+
+// rewrite copies a GGUF file with edited metadata and tensors.
+func rewrite(t *testing.T, path string, edit func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor)) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	src, err := gguf.Open(f, st.Size(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []gguf.WriteTensor
+	for _, ti := range src.Tensors {
+		raw, err := src.ReadRaw(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: raw})
+	}
+	kvs, ts := edit(append([]gguf.KV(nil), src.KVs...), ts)
+	out := filepath.Join(t.TempDir(), "edited.gguf")
+	fh, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := gguf.Write(fh, kvs, ts); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func setKV(kvs []gguf.KV, key string, v gguf.Value) []gguf.KV {
+	for i := range kvs {
+		if kvs[i].Key == key {
+			kvs[i].Value = v
+			return kvs
+		}
+	}
+	return append(kvs, gguf.KV{Key: key, Value: v})
+}
+
+func dropKV(kvs []gguf.KV, key string) []gguf.KV {
+	for i := range kvs {
+		if kvs[i].Key == key {
+			return append(kvs[:i], kvs[i+1:]...)
+		}
+	}
+	return kvs
+}
+
+// TestModelRefusals: metadata and tensors that do not describe a model
+// qppl evaluates exactly are refused naming the file and the key or tensor.
+func TestModelRefusals(t *testing.T) {
+	path := convert(t, writeFixture(t, "llama", nil), gguf.F32)
+	cases := []struct {
+		name  string
+		edit  func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor)
+		unsup bool
+		want  string
+	}{
+		{"unknown arch", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "general.architecture", gguf.StringValue("gemma")), ts
+		}, true, "gemma"},
+		{"no arch", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return dropKV(k, "general.architecture"), ts
+		}, false, "general.architecture"},
+		{"no eps", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return dropKV(k, "llama.attention.layer_norm_rms_epsilon"), ts
+		}, false, "layer_norm_rms_epsilon"},
+		{"string block count", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.block_count", gguf.StringValue("2")), ts
+		}, false, "llama.block_count"},
+		{"more layers than tensors", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.block_count", gguf.Uint32Value(3)), ts
+		}, false, "blk.2"},
+		{"partial rotary", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.rope.dimension_count", gguf.Uint32Value(8)), ts
+		}, true, "rope.dimension_count"},
+		{"yarn", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			k = dropKV(k, gguf.RopeScalingKey)
+			return setKV(k, "llama.rope.scaling.type", gguf.StringValue("yarn")), ts[1:]
+		}, true, "yarn"},
+		{"lying rope scaling", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, gguf.RopeScalingKey, gguf.StringValue(`{"rope_type":"llama3","factor":4,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":64}`)), ts
+		}, false, "rope_freqs.weight"},
+		{"extra tensor", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return k, append(ts, gguf.WriteTensor{Name: "blk.0.ffn_gate_exps.weight", Dims: []int64{4}, Type: gguf.F32, Data: make([]byte, 16)})
+		}, true, "blk.0.ffn_gate_exps.weight"},
+		{"missing tensor", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			var out []gguf.WriteTensor
+			for _, x := range ts {
+				if x.Name != "blk.1.ffn_down.weight" {
+					out = append(out, x)
+				}
+			}
+			return k, out
+		}, false, "blk.1.ffn_down.weight"},
+		{"wrong shape", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			for i := range ts {
+				if ts[i].Name == "blk.0.attn_v.weight" {
+					ts[i].Dims = []int64{ts[i].Dims[1], ts[i].Dims[0]}
+				}
+			}
+			return k, ts
+		}, false, "blk.0.attn_v.weight"},
+		{"vocab mismatch", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.vocab_size", gguf.Uint32Value(7)), ts
+		}, false, "vocab_size"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := rewrite(t, path, c.edit)
+			_, err := gguf.OpenModel(p, gguf.Options{})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if c.unsup && !errors.Is(err, gguf.ErrUnsupported) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q: want the file and %q (unsupported %v)", err, c.want, c.unsup)
+			}
+		})
+	}
+}
+
+// TestRopeFreqsAsLlamaCpp: without qppl's exact llama3 parameters,
+// rope_freqs.weight is applied as llama.cpp applies it; the float32
+// factors then move the PPL only slightly off transformers' llama3 rule.
+func TestRopeFreqsAsLlamaCpp(t *testing.T) {
+	dir := writeFixture(t, "llama", nil)
+	path := rewrite(t, convert(t, dir, gguf.F32), func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		return dropKV(k, gguf.RopeScalingKey), ts
+	})
+	ws := testWindows(512)
+	want := safetensorsNLL(t, dir, ws)
+	got := ggufNLL(t, path, gguf.Options{}, ws)
+	d := math.Abs(ppl(got) - ppl(want))
+	t.Logf("llama.cpp-style rope_freqs: PPL %.15g vs transformers llama3 %.15g (|Δ| %.3g)", ppl(got), ppl(want), d)
+	if !(d/ppl(want) < 1e-6) {
+		t.Fatalf("PPL %v vs %v", ppl(got), ppl(want))
+	}
+}

@@ -345,7 +345,7 @@ func (m *Model) resolve() error {
 	if err != nil {
 		return err
 	}
-	if m.Config, err = checkpoint.ParseConfig(data, path+" (GGUF metadata)"); err != nil {
+	if m.Config, err = arch.ParseConfig(data, path+" (GGUF metadata)"); err != nil {
 		return err
 	}
 	if m.Spec, err = arch.For(m.Config); err != nil {
@@ -575,4 +575,59 @@ func (m *Model) RopeInvFreq() []float64 {
 		}
 	}
 	return inv
+}
+
+// Tokens returns tokenizer.ggml.tokens (nil when the file has none).
+func (m *Model) Tokens() ([]string, error) {
+	v, ok := m.meta("tokenizer.ggml.tokens")
+	if !ok {
+		return nil, nil
+	}
+	a, ok := v.Array()
+	if !ok {
+		return nil, m.metaErr("tokenizer.ggml.tokens", v, "want an array of strings")
+	}
+	ss, ok := a.Strings()
+	if !ok {
+		return nil, m.metaErr("tokenizer.ggml.tokens", v, "want an array of strings")
+	}
+	return ss, nil
+}
+
+// CheckVocab compares a tokenizer's vocabulary (n ids, token(id) its
+// string) with tokenizer.ggml.tokens: every id must map to the same string,
+// except ids past the tokenizer's, which the GGUF may hold as llama.cpp's
+// "[PAD<id>]" padding. name names the tokenizer in the error.
+func (m *Model) CheckVocab(name string, n int, token func(id int32) (string, bool)) error {
+	toks, err := m.Tokens()
+	if err != nil {
+		return err
+	}
+	if toks == nil {
+		return nil // nothing to compare with
+	}
+	if n > len(toks) {
+		return fmt.Errorf("%w: %s has %d token ids, %s's tokenizer.ggml.tokens %d: the tokenizer does not belong to this model", ErrFormat, name, n, m.Files[0].Path, len(toks))
+	}
+	bad, first := 0, -1
+	for id, g := range toks {
+		s, ok := token(int32(id))
+		if id >= n || !ok {
+			s, ok = fmt.Sprintf("[PAD%d]", id), true // llama.cpp's padding
+		}
+		if s != g {
+			if first < 0 {
+				first = id
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		s, ok := token(int32(first))
+		if !ok {
+			s = "(none)"
+		}
+		return fmt.Errorf("%w: %s disagrees with %s's tokenizer.ggml.tokens on %d of %d ids (first: id %d is %q, the GGUF says %q): the tokenizer does not belong to this model", ErrFormat, name, m.Files[0].Path, bad, len(toks), first, s, toks[first])
+	}
+	return nil
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/compare"
@@ -27,9 +26,10 @@ import (
 
 // evalOptions are the flags of `qppl eval`.
 type evalOptions struct {
-	Model    string
-	Revision string
-	Label    string
+	Model     string
+	Revision  string
+	Label     string
+	Tokenizer string // --tokenizer: tokenizer.json of a GGUF --model
 
 	Text    string // --text FILE
 	Tokens  string // --tokens FILE.i32
@@ -75,6 +75,7 @@ func newEvalCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Usage: "model directory or Hugging Face hub id (org/name)"},
 			&cli.StringFlag{Name: "revision", Usage: "hub revision of --model"},
+			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json (or its directory) of a GGUF --model (default: beside the file); refused when it disagrees with the file's vocabulary"},
 			&cli.StringFlag{Name: "label", Usage: "label of the model in results and plots"},
 			&cli.StringFlag{Name: "text", Usage: "UTF-8 text file, tokenized with the model's tokenizer.json"},
 			&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file, used as is"},
@@ -109,7 +110,7 @@ func newEvalCmd() *cli.Command {
 				return usageErr(fmt.Errorf("eval: unexpected argument %q", c.Args().First()))
 			}
 			o := evalOptions{
-				Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"),
+				Model: c.String("model"), Revision: c.String("revision"), Label: c.String("label"), Tokenizer: c.String("tokenizer"),
 				Text: c.String("text"), Tokens: c.String("tokens"), Dataset: c.String("dataset"), Data: c.String("data"), Join: c.String("join"),
 				Method: c.String("method"), Ctx: c.Int("ctx"), Stride: c.Int("stride"), Rows: c.Int("rows"),
 				Backend: backendOptions{Name: c.String("backend"), Precision: c.String("precision"), GPUs: c.String("gpus"), GPUSplit: c.String("gpu-split"), MaxTokens: c.Int("ctx"), Log: c.App.ErrWriter},
@@ -159,16 +160,13 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return usageErr(fmt.Errorf("eval: --%w", err))
 	}
 
-	// Model.
-	dir, err := hub.ResolveModel(ctx, o.Model, hub.ModelOptions{Revision: o.Revision, Progress: stderr})
-	if err != nil {
-		return usageErr(err)
-	}
-	m, err := arch.OpenDir(dir)
+	// Model: a directory, hub id or GGUF file (ggufmodel.go).
+	m, err := openEvalModel(ctx, o.Model, o.Revision, o.Tokenizer, stderr)
 	if err != nil {
 		return usageErr(err)
 	}
 	defer m.Close()
+	dir := m.path
 	if o.CtxFromModel {
 		o.Ctx = m.Config.MaxPositionEmbeddings
 		o.Backend.MaxTokens = o.Ctx
@@ -183,7 +181,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 
 	// Dataset and tokenizer.
-	data, err := evalLoadData(ctx, o, method, dir, m.Config, stderr)
+	data, err := evalLoadData(ctx, o, method, m.tokDir, m.Config, stderr)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -272,7 +270,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 
 	// Backend.
-	be, err := openBackend(m, o.Backend)
+	be, err := m.openBackend(o.Backend)
 	if err != nil {
 		return err
 	}
@@ -289,7 +287,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if o.Shard != "" {
 		id.Shard = fmt.Sprintf("%d/%d", shard.I, shard.N)
 	}
-	if rep, err := quant.Inspect(m); err != nil {
+	if rep, err := m.inspect(); err != nil {
 		fmt.Fprintf(stderr, "qppl: warning: bits per weight not available: %v\n", err)
 	} else {
 		id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format = rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qppl/qppl/gguf"
+)
+
+// TestEvalGGUF: qppl eval --model FILE.gguf (the F32 conversion of a
+// fixture, tokenizer.json beside it) gives the safetensors model's PPL
+// bit for bit, from a text file too; bpw is accounted from the GGUF.
+func TestEvalGGUF(t *testing.T) {
+	model, tokens := evalFixture(t, 1, 130)
+	dir := t.TempDir()
+	g := filepath.Join(dir, "model.gguf")
+	if err := gguf.ConvertFile(model, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	outST, outG := filepath.Join(dir, "st.json"), filepath.Join(dir, "g.json")
+	if code, _, stderr := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "32", "--stride", "16", "--json", outST); code != 0 {
+		t.Fatalf("safetensors: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runQPPL(t, "eval", "--model", g, "--tokens", tokens, "--ctx", "32", "--stride", "16", "--json", outG); code != 0 {
+		t.Fatalf("gguf: exit %d: %s", code, stderr)
+	}
+	rs, _ := readResult(t, outST)
+	rg, _ := readResult(t, outG)
+	if rs.PPL != rg.PPL || rs.TokensScored != rg.TokensScored || !(rs.PPL > 1) {
+		t.Fatalf("GGUF PPL %v (%d tokens), safetensors %v (%d)", rg.PPL, rg.TokensScored, rs.PPL, rs.TokensScored)
+	}
+	if rg.BPWLayer != 32 || rg.BPWHead != 32 || rg.Format != "gguf-f32" {
+		t.Errorf("GGUF bpw %v/%v format %q, want 32/32 gguf-f32", rg.BPWLayer, rg.BPWHead, rg.Format)
+	}
+
+	// --text: the tokenizer beside the .gguf (absent) or --tokenizer.
+	text := filepath.Join(dir, "t.txt")
+	os.WriteFile(text, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 20)), 0o644)
+	code, _, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16")
+	if code != 2 || !strings.Contains(stderr, "tokenizer.json") {
+		t.Fatalf("--text without a tokenizer: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16", "--tokenizer", model)
+	_, stdoutST, _ := runQPPL(t, "eval", "--model", model, "--text", text, "--ctx", "32", "--stride", "16")
+	if code != 0 || pplLine(stdout) != pplLine(stdoutST) || pplLine(stdout) == "" {
+		t.Fatalf("--tokenizer: exit %d: %s\n%s\nsafetensors:\n%s", code, stderr, stdout, stdoutST)
+	}
+}
+
+// pplLine returns the summary's PPL line.
+func pplLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "PPL") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestEvalGGUFRefusals: a hostile or mismatched GGUF is exit 2 with the
+// file and field named, before any work.
+func TestEvalGGUFRefusals(t *testing.T) {
+	model, tokens := evalFixture(t, 1, 130)
+	dir := t.TempDir()
+	g := filepath.Join(dir, "model.gguf")
+	if err := gguf.ConvertFile(model, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(g)
+	trunc := filepath.Join(dir, "trunc.gguf")
+	os.WriteFile(trunc, data[:len(data)/2], 0o644)
+	lying := filepath.Join(dir, "lying.gguf")
+	bad := append([]byte(nil), data...)
+	bad[15] = 0x10 // tensor_count's high byte
+	os.WriteFile(lying, bad, 0o644)
+
+	// A tokenizer whose id 511 is another string.
+	editTok := filepath.Join(dir, "tok")
+	os.MkdirAll(editTok, 0o755)
+	tj, _ := os.ReadFile(filepath.Join(model, "tokenizer.json"))
+	tj = []byte(strings.ReplaceAll(string(tj), "<|end_of_text|>", "<|eot|>"))
+	os.WriteFile(filepath.Join(editTok, "tokenizer.json"), tj, 0o644)
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"truncated", []string{"--model", trunc}, []string{trunc, "truncated"}},
+		{"lying count", []string{"--model", lying}, []string{lying, "tensor_count"}},
+		{"missing", []string{"--model", filepath.Join(dir, "nope.gguf")}, []string{"nope.gguf"}},
+		{"other vocabulary", []string{"--model", g, "--tokenizer", editTok}, []string{"tokenizer.ggml.tokens", editTok}},
+		{"emu", []string{"--model", g, "--backend", "emu"}, []string{"GGUF"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runQPPL(t, append([]string{"eval", "--tokens", tokens, "--ctx", "32"}, c.args...)...)
+			if code != 2 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q: %s", w, stderr)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/dataset/hub"
+	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/quant"
+	"github.com/qppl/qppl/reference"
+	"github.com/qppl/qppl/tokenizer"
+)
+
+// evalModel is the model a command evaluates: a checkpoint directory (or
+// hub id) or a GGUF file.
+type evalModel struct {
+	path   string // the model directory, or the .gguf file
+	tokDir string // where tokenizer.json is looked for
+	Config *checkpoint.Config
+	ckpt   *checkpoint.Model // nil for GGUF
+	gguf   *gguf.Model       // nil for safetensors
+}
+
+// isGGUFPath reports whether --model names a GGUF file.
+func isGGUFPath(p string) bool { return strings.HasSuffix(strings.ToLower(p), ".gguf") }
+
+// ggufOptions are the type decoders qppl reads GGUF weights with.
+func ggufOptions() gguf.Options { return gguf.Options{Decoder: ggufDecoder()} }
+
+// openEvalModel opens --model: a .gguf file (tokenizer: --tokenizer, or
+// tokenizer.json beside the file, refused when its vocabulary disagrees
+// with the file's tokenizer.ggml.tokens), else a directory or hub id.
+func openEvalModel(ctx context.Context, model, revision, tok string, stderr io.Writer) (*evalModel, error) {
+	if !isGGUFPath(model) {
+		if tok != "" {
+			return nil, fmt.Errorf("--tokenizer goes with a GGUF --model; a model directory's tokenizer.json is used")
+		}
+		dir, err := hub.ResolveModel(ctx, model, hub.ModelOptions{Revision: revision, Progress: stderr})
+		if err != nil {
+			return nil, err
+		}
+		m, err := arch.OpenDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &evalModel{path: dir, tokDir: dir, Config: m.Config, ckpt: m}, nil
+	}
+	if revision != "" {
+		return nil, fmt.Errorf("--revision goes with a hub id, not the GGUF file %s", model)
+	}
+	g, err := gguf.OpenModel(model, ggufOptions())
+	if err != nil {
+		return nil, err
+	}
+	em := &evalModel{path: model, tokDir: filepath.Dir(model), Config: g.Config, gguf: g}
+	if tok != "" {
+		em.tokDir = tok
+	}
+	t, err := tokenizer.Load(em.tokDir)
+	switch {
+	case err == nil:
+		if err := g.CheckVocab(em.tokDir, t.VocabSize(), t.IDToToken); err != nil {
+			g.Close()
+			return nil, err
+		}
+	case tok != "" || !errors.Is(err, fs.ErrNotExist):
+		g.Close()
+		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	return em, nil
+}
+
+// Close closes the model files.
+func (m *evalModel) Close() error {
+	if m.gguf != nil {
+		return m.gguf.Close()
+	}
+	return m.ckpt.Close()
+}
+
+// openBackend opens the chosen backend over the model.
+func (m *evalModel) openBackend(o backendOptions) (backends.Backend, error) {
+	if m.gguf == nil {
+		return openBackend(m.ckpt, o)
+	}
+	switch o.Name {
+	case "", "reference":
+		if o.Precision != "" && o.Precision != "fp64" {
+			return nil, usageErr(fmt.Errorf("--precision %s: the reference backend computes in fp64", o.Precision))
+		}
+		b, err := reference.NewGGUF(m.gguf, reference.Options{})
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		return b, nil
+	}
+	return nil, usageErr(fmt.Errorf("--backend %s does not read GGUF files yet (%s): use --backend reference", o.Name, m.path))
+}
+
+// inspect returns the bits-per-weight report.
+func (m *evalModel) inspect() (*quant.Report, error) {
+	if m.gguf != nil {
+		return m.gguf.Inspect()
+	}
+	return quant.Inspect(m.ckpt)
+}
+
+// ggufDecoder decodes F32, F16 and BF16; the ggml block types plug in
+// here when their decoders exist.
+func ggufDecoder() gguf.Decoder { return gguf.PlainDecoder }
+

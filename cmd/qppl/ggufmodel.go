@@ -116,4 +116,3 @@ func (m *evalModel) inspect() (*quant.Report, error) {
 // ggufDecoder decodes F32, F16 and BF16; the ggml block types plug in
 // here when their decoders exist.
 func ggufDecoder() gguf.Decoder { return gguf.PlainDecoder }
-

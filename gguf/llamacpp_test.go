@@ -240,10 +240,10 @@ func flatten2(x [][]float64) []float64 { return flatten(x) }
 // when a block-type Decoder is available, qppl's decoding equals ggml's to
 // 1e-9 in NLL.
 func TestLlamaCppQuantizedTypes(t *testing.T) {
-	h := llamaHelper(t)
 	if testing.Short() {
-		t.Skip("quantizes to every llama.cpp type")
+		t.Skip("-short: quantizes to every llama.cpp type")
 	}
+	h := llamaHelper(t)
 	dir := quantFixture(t, "llama")
 	f32 := convert(t, dir, gguf.F32)
 	ws := demoWindows(t, dir, 2, 64)

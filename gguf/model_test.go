@@ -212,7 +212,14 @@ func TestPermuteUnpermute(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(m.Run()) }
+// TestMain removes the llama.cpp helper's build directory after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if helperVal != nil {
+		os.RemoveAll(filepath.Dir(helperVal.Bin))
+	}
+	os.Exit(code)
+}
 
 // splitFile rewrites a GGUF file as n parts PREFIX-0000k-of-0000n.gguf the
 // way llama.cpp's gguf-split does (metadata in the first part, split.* keys

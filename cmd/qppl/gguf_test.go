@@ -107,3 +107,39 @@ func TestEvalGGUFRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertCommand: qppl convert --to gguf writes a file that qppl eval
+// reads back with the safetensors PPL (f32), and refuses bad flags and
+// models with exit 2.
+func TestConvertCommand(t *testing.T) {
+	model, tokens := evalFixture(t, 1, 130)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.gguf")
+	code, stdout, stderr := runQPPL(t, "convert", "--model", model, "--to", "gguf", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "wrote "+out) {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	_, a, _ := runQPPL(t, "eval", "--model", out, "--tokens", tokens, "--ctx", "32")
+	_, b, _ := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "32")
+	if pplLine(a) == "" || pplLine(a) != pplLine(b) {
+		t.Fatalf("GGUF %q vs safetensors %q", pplLine(a), pplLine(b))
+	}
+	f16 := filepath.Join(dir, "m16.gguf")
+	if code, _, stderr := runQPPL(t, "convert", "--model", model, "--to", "gguf", "--out", f16, "--type", "f16"); code != 0 {
+		t.Fatalf("f16: exit %d: %s", code, stderr)
+	}
+	if st16, _ := os.Stat(f16); st16 == nil {
+		t.Fatal("no f16 file")
+	}
+	for _, args := range [][]string{
+		{"--model", model, "--to", "onnx", "--out", out},
+		{"--model", model, "--to", "gguf", "--out", filepath.Join(dir, "x.bin")},
+		{"--model", model, "--to", "gguf", "--out", out, "--type", "q4_0"},
+		{"--model", filepath.Join(dir, "none"), "--to", "gguf", "--out", out},
+		{"--model", model, "--to", "gguf", "--out", filepath.Join(dir, "no", "x.gguf")},
+	} {
+		if code, stdout, stderr := runQPPL(t, append([]string{"convert"}, args...)...); code != 2 || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %s", args, code, stdout, stderr)
+		}
+	}
+}

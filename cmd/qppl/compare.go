@@ -14,12 +14,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/dataset/hub"
 	"github.com/qppl/qppl/plots"
-	"github.com/qppl/qppl/quant"
 )
 
 func newCompareCmd() *cli.Command {
@@ -383,6 +381,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 					spec.TokenizerDir = m.ModelDir
 				}
 			}
+			if isGGUFPath(spec.TokenizerDir) {
+				spec.TokenizerDir = filepath.Dir(spec.TokenizerDir) // tokenizer.json beside the file
+			}
 		}
 	}
 	return spec, models, nil
@@ -456,16 +457,16 @@ func (e *cliEvaluator) HasBase(key string) bool {
 
 func (e *cliEvaluator) Evaluate(ctx context.Context, job suite.Job) (compare.Result, error) {
 	var r compare.Result
-	m, err := arch.OpenDir(job.Model.ModelDir)
+	m, err := openLocalModel(job.Model.ModelDir, "") // a directory or GGUF file (ggufmodel.go)
 	if err != nil {
 		return r, usageErr(err)
 	}
 	defer m.Close()
-	rep, err := quant.Inspect(m)
+	rep, err := m.inspect()
 	if err != nil {
 		return r, usageErr(err)
 	}
-	be, err := openBackend(m, e.backend)
+	be, err := m.openBackend(e.backend)
 	if err != nil {
 		return r, err
 	}

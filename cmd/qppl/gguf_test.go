@@ -1,11 +1,14 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/compare"
+	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/gguf"
 )
 
@@ -141,5 +144,58 @@ func TestConvertCommand(t *testing.T) {
 		if code, stdout, stderr := runQPPL(t, append([]string{"convert"}, args...)...); code != 2 || stdout != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %s", args, code, stdout, stderr)
 		}
+	}
+}
+
+// TestCompareGGUFSpec: a compare_q model spec entry with "load_fn":
+// "llamacpp" and a .gguf model_dir is scored natively on the same windows
+// as the safetensors base: the F32 conversion has the base's PPL exactly
+// and zero KL (up to the base store's encoding); a llamacpp entry without
+// a .gguf is a usage error.
+func TestCompareGGUFSpec(t *testing.T) {
+	dir, base, _, text := cmpFixtures(t)
+	g := filepath.Join(dir, "gg", "base-f32.gguf")
+	os.MkdirAll(filepath.Dir(g), 0o755)
+	if err := gguf.ConvertFile(base, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "data.json")
+	os.WriteFile(ds, []byte(`{"tokenize_fn": "transformers", "tokenizer_dir": "`+base+`", "dataset": "demo", "data_file": "`+text+`", "eval_stride": 16, "eval_len": 32, "max_rows": 3}`), 0o644)
+	ms := filepath.Join(dir, "models.json")
+	os.WriteFile(ms, []byte(`[
+		{"model_dir": "`+g+`", "load_fn": "llamacpp", "fwd_fn": "llamacpp", "label": "GGUF F32"},
+		{"model_dir": "`+base+`", "load_fn": "transformers_auto", "fwd_fn": "transformers", "label": "FP32", "out_logits": "`+filepath.Join(dir, "logits")+`"}
+	]`), 0o644)
+	res := filepath.Join(dir, "r.json")
+	code, out, errs := cmpRun(t, dir, "compare", "-d", ds, "-m", ms, "--cache-dir", filepath.Join(dir, "c"), "--json", res)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Contains(errs, "not a Hugging Face loader") {
+		t.Errorf("llamacpp loader warned about: %s", errs)
+	}
+	rs, err := suite.LoadResults(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gr, br *compare.Result
+	for i := range rs.Results {
+		switch rs.Results[i].Label {
+		case "GGUF F32":
+			gr = &rs.Results[i]
+		case "FP32":
+			br = &rs.Results[i]
+		}
+	}
+	if gr == nil || br == nil || gr.KLD == nil {
+		t.Fatalf("results %+v", rs.Results)
+	}
+	if gr.PPL != br.PPL || gr.TokensScored != br.TokensScored || !(math.Abs(gr.KLD.Mean) < 1e-6) || gr.BPWLayer != 32 || gr.Format != "gguf-f32" {
+		t.Errorf("GGUF PPL %v KLD %v bpw %v %s; base PPL %v", gr.PPL, gr.KLD.Mean, gr.BPWLayer, gr.Format, br.PPL)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`[{"model_dir": "`+base+`", "load_fn": "llamacpp", "label": "x", "out_logits": "`+dir+`"}]`), 0o644)
+	if code, _, errs := cmpRun(t, dir, "compare", "-d", ds, "-m", bad, "--cache-dir", filepath.Join(dir, "c")); code != exitUsage || !strings.Contains(errs, ".gguf") {
+		t.Errorf("llamacpp without .gguf: exit %d %s", code, errs)
 	}
 }

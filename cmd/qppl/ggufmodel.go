@@ -47,14 +47,24 @@ func openEvalModel(ctx context.Context, model, revision, tok string, stderr io.W
 		if err != nil {
 			return nil, err
 		}
-		m, err := arch.OpenDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		return &evalModel{path: dir, tokDir: dir, Config: m.Config, ckpt: m}, nil
+		return openLocalModel(dir, "")
 	}
 	if revision != "" {
 		return nil, fmt.Errorf("--revision goes with a hub id, not the GGUF file %s", model)
+	}
+	return openLocalModel(model, tok)
+}
+
+// openLocalModel opens a model directory, or a .gguf file with its
+// tokenizer (tok, or tokenizer.json beside the file) checked against the
+// file's vocabulary.
+func openLocalModel(model, tok string) (*evalModel, error) {
+	if !isGGUFPath(model) {
+		m, err := arch.OpenDir(model)
+		if err != nil {
+			return nil, err
+		}
+		return &evalModel{path: model, tokDir: model, Config: m.Config, ckpt: m}, nil
 	}
 	g, err := gguf.OpenModel(model, ggufOptions())
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -197,5 +198,62 @@ func TestCompareGGUFSpec(t *testing.T) {
 	os.WriteFile(bad, []byte(`[{"model_dir": "`+base+`", "load_fn": "llamacpp", "label": "x", "out_logits": "`+dir+`"}]`), 0o644)
 	if code, _, errs := cmpRun(t, dir, "compare", "-d", ds, "-m", bad, "--cache-dir", filepath.Join(dir, "c")); code != exitUsage || !strings.Contains(errs, ".gguf") {
 		t.Errorf("llamacpp without .gguf: exit %d %s", code, errs)
+	}
+}
+
+// TestInspectGGUF: qppl inspect on a GGUF file whose layer-0 down_proj is
+// Q8_0 (the rest F32): compare_q's bpw accounting with that tensor at
+// 8.5 bpw, and the per-type breakdown.
+func TestInspectGGUF(t *testing.T) {
+	model, _ := evalFixture(t, 1, 10)
+	dir := t.TempDir()
+	g := filepath.Join(dir, "m.gguf")
+	if err := gguf.ConvertFile(model, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gguf.OpenModel(g, gguf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []gguf.WriteTensor
+	var down int64
+	for _, ti := range src.Files[0].Tensors {
+		raw, _ := src.Files[0].ReadRaw(ti.Name)
+		wt := gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: raw}
+		if ti.Name == "blk.0.ffn_down.weight" {
+			down = ti.Numel()
+			wt.Type, wt.Data = gguf.Q8_0, make([]byte, ti.Numel()/32*34)
+		}
+		ts = append(ts, wt)
+	}
+	kvs := src.Files[0].KVs
+	src.Close()
+	mixed := filepath.Join(dir, "mixed.gguf")
+	fh, _ := os.Create(mixed)
+	if err := gguf.Write(fh, kvs, ts); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	code, stdout, stderr := runQPPL(t, "inspect", "--model", mixed)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// 2 layers × 7 Linears of the fixture; one is Q8_0.
+	var total int64
+	m, _ := gguf.OpenModel(g, gguf.Options{})
+	for i := 0; i < m.Spec.Layers; i++ {
+		for _, l := range m.Spec.LayerLinears(i) {
+			total += int64(l.Out * l.In)
+		}
+	}
+	m.Close()
+	want := (float64(total-down)*32 + float64(down)*8.5) / float64(total)
+	for _, s := range []string{"format mixed: gguf-f32, gguf-q8_0", fmt.Sprintf("decoder layers: %.4f bpw", want), "Q8_0", "8.5000", "per ggml type"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("inspect lacks %q:\n%s", s, stdout)
+		}
+	}
+	if code, _, _ := runQPPL(t, "inspect", "--model", filepath.Join(dir, "none.gguf")); code != 2 {
+		t.Errorf("missing file: exit %d", code)
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
@@ -126,3 +128,60 @@ func (m *evalModel) inspect() (*quant.Report, error) {
 // ggufDecoder decodes F32, F16 and BF16; the ggml block types plug in
 // here when their decoders exist.
 func ggufDecoder() gguf.Decoder { return gguf.PlainDecoder }
+
+// inspectGGUF prints a GGUF model's bpw report plus the per-type breakdown
+// (decoder Linears and the whole file); --json adds it as "gguf_types".
+func inspectGGUF(w io.Writer, path string, asJSON bool) error {
+	m, err := gguf.OpenModel(path, gguf.Options{})
+	if err != nil {
+		return usageErr(err)
+	}
+	defer m.Close()
+	r, err := m.Inspect()
+	if err != nil {
+		return usageErr(err)
+	}
+	layers, all := m.TypeBreakdown()
+	type share struct {
+		Type    string  `json:"type"`
+		Tensors int     `json:"tensors"`
+		Weights int64   `json:"weights"`
+		Bytes   int64   `json:"bytes"`
+		BPW     float64 `json:"bpw"`
+	}
+	conv := func(ss []gguf.TypeShare) []share {
+		out := make([]share, len(ss))
+		for i, s := range ss {
+			out[i] = share{s.Type.String(), s.Tensors, s.Weights, s.Bytes, float64(s.Bytes) * 8 / float64(s.Weights)}
+		}
+		return out
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			*quant.Report
+			Arch  string `json:"gguf_architecture"`
+			Types any    `json:"gguf_types"`
+		}{r, m.Arch, map[string][]share{"decoder_linears": conv(layers), "file": conv(all)}})
+	}
+	if err := writeInspect(w, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nGGUF %s, per ggml type:\n", m.Arch)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "type\tdecoder tensors\tdecoder weights\tdecoder bpw\tfile tensors\tfile bytes\t")
+	byType := map[gguf.Type]gguf.TypeShare{}
+	for _, s := range layers {
+		byType[s.Type] = s
+	}
+	for _, a := range all {
+		l := byType[a.Type]
+		bpw := "-"
+		if l.Weights > 0 {
+			bpw = fmt.Sprintf("%.4f", float64(l.Bytes)*8/float64(l.Weights))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t\n", a.Type, l.Tensors, l.Weights, bpw, a.Tensors, a.Bytes)
+	}
+	return tw.Flush()
+}

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/dataset"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/internal/llamacpp"
+	"github.com/qppl/qppl/quant"
 	"github.com/qppl/qppl/reference"
 	"github.com/qppl/qppl/tokenizer"
 )
@@ -37,9 +37,9 @@ func TestDocsTable(t *testing.T) {
 	if _, err := os.Stat(model); err != nil {
 		t.Skipf("%s absent", model)
 	}
-	ctx, rows := 512, 16
+	ctx, nwin := 512, 16
 	if s := os.Getenv("QPPL_GGUF_TABLE_ROWS"); s != "" {
-		fmt.Sscan(s, &rows)
+		fmt.Sscan(s, &nwin)
 	}
 	tok, err := tokenizer.Load(model)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestDocsTable(t *testing.T) {
 	}
 	ids := tok.Encode(text, compare.MethodLlamaCpp.AddSpecialTokens())
 	bos, _ := tok.BOS()
-	ws, err := compare.Windows(ids, compare.WindowOptions{Method: compare.MethodLlamaCpp, Ctx: ctx, Rows: rows, BOS: bos})
+	ws, err := compare.Windows(ids, compare.WindowOptions{Method: compare.MethodLlamaCpp, Ctx: ctx, Rows: nwin, BOS: bos})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,14 @@ func TestDocsTable(t *testing.T) {
 	if err := gguf.ConvertFile(model, f32, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
 		t.Fatal(err)
 	}
-	base := logProbs(t, f32, ws)
+	type row struct {
+		name, types string
+		rep         *quant.Report
+		deq, file   string
+		b           *reference.Backend
+		nll, kl     float64
+	}
+	var rows []*row
 	var lines []string
 	lines = append(lines, fmt.Sprintf("%d windows of %d tokens (llama-perplexity chunks, second halves scored: %d tokens)", len(ws), ctx, compare.ScoredTokens(ws)),
 		"", "| type | bpw decoder | bpw head | tensor types (decoder Linears) | PPL (qppl) | KLD vs F32 | PPL (llama.cpp) | Δ PPL llama.cpp − qppl |", "|---|---|---|---|---|---|---|---|")
@@ -75,7 +82,7 @@ func TestDocsTable(t *testing.T) {
 			q = f32
 		} else if err := h.Quantize(f32, q, ft.FType); err != nil {
 			if errors.Is(err, llamacpp.ErrRefused) {
-				lines = append(lines, fmt.Sprintf("| %s | — | — | needs an importance matrix | | | | |", ft.Name))
+				rows = append(rows, &row{name: ft.Name})
 				continue
 			}
 			t.Fatal(err)
@@ -84,71 +91,78 @@ func TestDocsTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := m.Inspect()
-		if err != nil {
+		r := &row{name: ft.Name, file: q, deq: q}
+		if r.rep, err = m.Inspect(); err != nil {
 			t.Fatal(err)
 		}
 		layers, _ := m.TypeBreakdown()
 		m.Close()
-		deq := q
-		if ft.FType != 0 {
-			deq = ggmlDequantized(t, h, q)
-		}
-		lp := logProbs(t, deq, ws)
-		var nll, kl float64
-		n := 0
-		for i, w := range ws {
-			for p := w.First; p < len(w.Tokens); p++ {
-				row := lp[i][p-1]
-				nll -= row[w.Tokens[p]]
-				brow := base[i][p-1]
-				for v, b := range brow {
-					if pb := math.Exp(b); pb > 0 {
-						kl += pb * (b - row[v])
-					}
-				}
-				n++
-			}
-		}
-		lc, err := h.NLL(q, llamaWindows(ws), work)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pq, pl := math.Exp(nll/float64(n)), ppl(flatten(lc))
 		var sh []string
 		for _, s := range layers {
 			sh = append(sh, fmt.Sprintf("%s×%d", s.Type, s.Tensors))
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %.4f | %.4f | %s | %.4f | %.5f | %.4f | %+.4f |", ft.Name, rep.BPWLayer, rep.BPWHead, strings.Join(sh, " "), pq, kl/float64(n), pl, pl-pq))
-		t.Log(lines[len(lines)-1])
+		r.types = strings.Join(sh, " ")
+		if ft.FType != 0 {
+			r.deq = ggmlDequantized(t, h, q)
+		}
+		dm, err := gguf.OpenModel(r.deq, gguf.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dm.Close()
+		if r.b, err = reference.NewGGUF(dm, reference.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		defer r.b.Close()
+		rows = append(rows, r)
 	}
-	t.Log("\n" + strings.Join(lines, "\n"))
-}
-
-// logProbs returns the reference log-probs of every position of every
-// window of a GGUF model.
-func logProbs(t *testing.T, path string, ws []backends.Window) [][][]float64 {
-	t.Helper()
-	m, err := gguf.OpenModel(path, gguf.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	b, err := reference.NewGGUF(m, reference.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	out := make([][][]float64, len(ws))
-	for i, w := range ws {
-		out[i] = make([][]float64, len(w.Tokens))
-		err := b.LogProbs(context.Background(), w, w.First-1, func(pos int, lp []float64) error {
-			out[i][pos] = append([]float64(nil), lp...)
+	// Window by window: the F32 row (first) is the KL base.
+	base := rows[0]
+	n := 0
+	for _, w := range ws {
+		blp := map[int][]float64{}
+		err := base.b.LogProbs(context.Background(), w, w.First-1, func(pos int, lp []float64) error {
+			blp[pos] = append([]float64(nil), lp...)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, r := range rows {
+			if r.b == nil {
+				continue
+			}
+			err := r.b.LogProbs(context.Background(), w, w.First-1, func(pos int, lp []float64) error {
+				if pos+1 >= len(w.Tokens) {
+					return nil
+				}
+				r.nll -= lp[w.Tokens[pos+1]]
+				for v, b := range blp[pos] {
+					if pb := math.Exp(b); pb > 0 {
+						r.kl += pb * (b - lp[v])
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		n += len(w.Tokens) - w.First
+		t.Logf("window %d done", w.Index)
 	}
-	return out
+	for _, r := range rows {
+		if r.b == nil {
+			lines = append(lines, fmt.Sprintf("| %s | — | — | llama.cpp needs an importance matrix | | | | |", r.name))
+			continue
+		}
+		lc, err := h.NLL(r.file, llamaWindows(ws), work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pq, pl := math.Exp(r.nll/float64(n)), ppl(flatten(lc))
+		lines = append(lines, fmt.Sprintf("| %s | %.4f | %.4f | %s | %.4f | %.5f | %.4f | %+.4f |", r.name, r.rep.BPWLayer, r.rep.BPWHead, r.types, pq, r.kl/float64(n), pl, pl-pq))
+		t.Log(lines[len(lines)-1])
+	}
+	t.Log("\n" + strings.Join(lines, "\n"))
 }

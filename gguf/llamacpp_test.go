@@ -258,7 +258,10 @@ func TestLlamaCppQuantizedTypes(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			m, err := gguf.OpenModel(q, gguf.Options{})
+			if _, err := gguf.OpenModel(q, gguf.Options{}); ft.Name != "BF16" && !errors.Is(err, gguf.ErrUnsupported) {
+				t.Errorf("%s opened without a decoder for its types: %v", ft.Name, err)
+			}
+			m, err := gguf.OpenModel(q, gguf.Options{Inspect: true})
 			if err != nil {
 				t.Fatal(err)
 			}

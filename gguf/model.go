@@ -25,6 +25,10 @@ type Options struct {
 	// (PlainDecoder). Tensors of other types open, but reading them fails
 	// with ErrUnsupported naming the tensor.
 	Decoder Decoder
+	// Inspect opens the model for its headers only (qppl inspect): types
+	// without a decoder are not refused at open; reading such a tensor
+	// still fails.
+	Inspect bool
 }
 
 // Model is a GGUF model (one file or all parts of a split file) seen as a
@@ -48,6 +52,7 @@ type Model struct {
 	// freqFactors are rope_freqs.weight's factors when they are applied
 	// as llama.cpp does (no RopeScalingKey), nil otherwise.
 	freqFactors []float64
+	inspectOnly bool
 }
 
 // splitName matches llama.cpp's split file names, PREFIX-00001-of-00003.gguf.
@@ -57,9 +62,11 @@ var splitName = regexp.MustCompile(`^(.*)-([0-9]{5})-of-([0-9]{5})\.gguf$`)
 // names one of its parts, validates every header, resolves the
 // architecture from general.architecture and the <arch>.* keys, and checks
 // that every tensor the architecture needs is present with its shape and
-// that no tensor would go unused. No tensor data is read.
+// that no tensor would go unused. Only the first block of one tensor of
+// each type is read: a type the decoder does not decode is refused here,
+// naming the tensor and type (unless opt.Inspect).
 func OpenModel(path string, opt Options) (*Model, error) {
-	m := &Model{Path: path, decode: opt.Decoder, tensors: map[string]TensorInfo{}, owner: map[string]*File{}}
+	m := &Model{Path: path, decode: opt.Decoder, inspectOnly: opt.Inspect, tensors: map[string]TensorInfo{}, owner: map[string]*File{}}
 	if m.decode == nil {
 		m.decode = PlainDecoder
 	}
@@ -454,6 +461,11 @@ func (m *Model) checkTensors() error {
 		}
 		used[g] = true
 	}
+	if !m.inspectOnly {
+		if err := m.probeTypes(); err != nil {
+			return err
+		}
+	}
 	var unused []string
 	for n := range m.tensors {
 		if !used[n] {
@@ -628,6 +640,30 @@ func (m *Model) CheckVocab(name string, n int, token func(id int32) (string, boo
 			s = "(none)"
 		}
 		return fmt.Errorf("%w: %s disagrees with %s's tokenizer.ggml.tokens on %d of %d ids (first: id %d is %q, the GGUF says %q): the tokenizer does not belong to this model", ErrFormat, name, m.Files[0].Path, bad, len(toks), first, s, toks[first])
+	}
+	return nil
+}
+
+// probeTypes decodes the first block of one tensor of every type in the
+// file, so that a type without a decoder is refused when the model is
+// opened, naming the tensor and type, not in the middle of a run.
+func (m *Model) probeTypes() error {
+	seen := map[Type]bool{}
+	for _, f := range m.Files {
+		for _, ti := range f.Tensors {
+			if seen[ti.Type] || ti.Name == ropeFreqsName {
+				continue
+			}
+			seen[ti.Type] = true
+			raw, err := f.readAt(ti, 0, ti.Type.TypeSize())
+			if err != nil {
+				return err
+			}
+			dst := make([]float32, ti.Type.BlockSize())
+			if err := m.decode(ti.Type, raw, len(dst), dst); err != nil {
+				return fmt.Errorf("%s: tensor %q (ggml type %s, id %d): %w", ti.File, ti.Name, ti.Type, uint32(ti.Type), err)
+			}
+		}
 	}
 	return nil
 }

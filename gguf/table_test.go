@@ -87,7 +87,7 @@ func TestDocsTable(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
-		m, err := gguf.OpenModel(q, gguf.Options{})
+		m, err := gguf.OpenModel(q, gguf.Options{Inspect: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -256,4 +256,15 @@ func TestInspectGGUF(t *testing.T) {
 	if code, _, _ := runQPPL(t, "inspect", "--model", filepath.Join(dir, "none.gguf")); code != 2 {
 		t.Errorf("missing file: exit %d", code)
 	}
+	// Without a decoder for a tensor's type, eval refuses before any work,
+	// naming the tensor and type.
+	if _, err := gguf.OpenModel(mixed, ggufOptions()); err == nil {
+		t.Skip("Q8_0 is decoded: nothing to refuse")
+	}
+	toks := filepath.Join(dir, "t.i32")
+	os.WriteFile(toks, make([]byte, 4*40), 0o644)
+	code, stdout, stderr = runQPPL(t, "eval", "--model", mixed, "--tokens", toks, "--ctx", "16")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "blk.0.ffn_down.weight") || !strings.Contains(stderr, "Q8_0") {
+		t.Errorf("eval without a Q8_0 decoder: exit %d, %s", code, stderr)
+	}
 }

@@ -132,7 +132,7 @@ func ggufDecoder() gguf.Decoder { return gguf.PlainDecoder }
 // inspectGGUF prints a GGUF model's bpw report plus the per-type breakdown
 // (decoder Linears and the whole file); --json adds it as "gguf_types".
 func inspectGGUF(w io.Writer, path string, asJSON bool) error {
-	m, err := gguf.OpenModel(path, gguf.Options{})
+	m, err := gguf.OpenModel(path, gguf.Options{Decoder: ggufDecoder(), Inspect: true})
 	if err != nil {
 		return usageErr(err)
 	}

@@ -237,8 +237,8 @@ func flatten2(x [][]float64) []float64 { return flatten(x) }
 // reference NLL on the ggml-dequantized weights is compared with
 // llama.cpp's own NLL on the quantized file (llama.cpp quantizes
 // activations internally: the gap is logged and bounded loosely); and,
-// when a block-type Decoder is available, qppl's decoding equals ggml's to
-// 1e-9 in NLL.
+// where package gguf decodes the file's types itself, its reference NLL
+// equals the one on ggml-dequantized weights to 1e-9.
 func TestLlamaCppQuantizedTypes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: quantizes to every llama.cpp type")
@@ -258,8 +258,14 @@ func TestLlamaCppQuantizedTypes(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			if _, err := gguf.OpenModel(q, gguf.Options{}); ft.Name != "BF16" && !errors.Is(err, gguf.ErrUnsupported) {
-				t.Errorf("%s opened without a decoder for its types: %v", ft.Name, err)
+			native, err := gguf.OpenModel(q, gguf.Options{})
+			switch {
+			case err == nil:
+				native.Close()
+			case errors.Is(err, gguf.ErrUnsupported):
+				native = nil
+			default:
+				t.Fatal(err)
 			}
 			m, err := gguf.OpenModel(q, gguf.Options{Inspect: true})
 			if err != nil {
@@ -278,6 +284,16 @@ func TestLlamaCppQuantizedTypes(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := flatten(lc)
+			if native != nil {
+				// qppl's own decoders: the same NLL as ggml's
+				// dequantization, to 1e-9 (bit-identical decoding gives 0).
+				got := flatten(nllsOf(t, q, gguf.Options{}, ws))
+				if d := maxAbsDiff(got, ref); !(d <= 1e-9) {
+					t.Errorf("%s: reference NLL with qppl's decoders differs from ggml-dequantized weights by %g", ft.Name, d)
+				}
+			} else {
+				t.Logf("%s: no Go decoder for its types in this build; compared through ggml's dequantization only", ft.Name)
+			}
 			t.Logf("%-8s bpw %.4f/%.4f %s %v: qppl PPL %.6f, llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g",
 				ft.Name, rep.BPWLayer, rep.BPWHead, rep.Format, shares(layers), ppl(ref), ppl(l), math.Abs(ppl(l)-ppl(ref))/ppl(ref), maxAbsDiff(ref, l))
 			if !(math.Abs(ppl(l)-ppl(ref))/ppl(ref) < 0.05) {

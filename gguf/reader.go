@@ -26,7 +26,7 @@ const (
 	MaxStringLen = 16 << 20
 	// MaxHeaderBytes bounds the header (metadata and tensor infos); a
 	// 150k-token vocabulary with its merges is about 10 MB.
-	MaxHeaderBytes = 1 << 30
+	MaxHeaderBytes = 256 << 20
 	// MaxArrayDepth bounds the nesting of array values.
 	MaxArrayDepth = 8
 	// MaxDims is ggml's GGML_MAX_DIMS.
@@ -243,18 +243,24 @@ func (d *decoder) value(field string, t ValueType, depth int) (Value, error) {
 		a := &Array{Elem: elem, Len: n}
 		switch elem {
 		case TypeString:
-			a.strs = make([]string, n)
-			for i := range a.strs {
-				if a.strs[i], err = d.str(fmt.Sprintf("%s[%d]", field, i)); err != nil {
+			// Grown as elements are read: memory follows the bytes
+			// actually present, not the count claimed.
+			a.strs = make([]string, 0, min(n, 1<<16))
+			for i := range n {
+				s, err := d.str(fmt.Sprintf("%s[%d]", field, i))
+				if err != nil {
 					return Value{}, err
 				}
+				a.strs = append(a.strs, s)
 			}
 		case TypeArray:
-			a.elems = make([]Value, n)
-			for i := range a.elems {
-				if a.elems[i], err = d.value(fmt.Sprintf("%s[%d]", field, i), TypeArray, depth+1); err != nil {
+			a.elems = make([]Value, 0, min(n, 1<<16))
+			for i := range n {
+				e, err := d.value(fmt.Sprintf("%s[%d]", field, i), TypeArray, depth+1)
+				if err != nil {
 					return Value{}, err
 				}
+				a.elems = append(a.elems, e)
 			}
 		default:
 			if a.raw, err = d.read(field, int64(n)*int64(elem.scalarSize())); err != nil {
@@ -323,7 +329,7 @@ func Open(r io.ReaderAt, size int64, path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.KVs = make([]KV, 0, nkv)
+	f.KVs = make([]KV, 0, min(nkv, 1<<12))
 	for i := range nkv {
 		field := fmt.Sprintf("metadata key %d", i)
 		key, err := d.str(field)
@@ -355,7 +361,7 @@ func Open(r io.ReaderAt, size int64, path string) (*File, error) {
 		}
 		f.Alignment = int64(a)
 	}
-	f.Tensors = make([]TensorInfo, 0, nt)
+	f.Tensors = make([]TensorInfo, 0, min(nt, 1<<12))
 	for i := range nt {
 		field := fmt.Sprintf("tensor info %d", i)
 		name, err := d.str(field + " name")

@@ -270,14 +270,14 @@ func (m *Model) resolve() error {
 		if err != nil {
 			return err
 		}
+		if n == 0 && k.def < 0 {
+			return fmt.Errorf("%w: %s: metadata %q is 0", ErrFormat, path, a+"."+k.key)
+		}
 		if n > 0 {
 			cfg[k.hf] = n
 		}
 	}
 	heads := cfg["num_attention_heads"].(int64)
-	if heads == 0 {
-		return fmt.Errorf("%w: %s: metadata %q is 0", ErrFormat, path, a+".attention.head_count")
-	}
 	kv, err := m.metaInt(a+".attention.head_count_kv", heads)
 	if err != nil {
 		return err

@@ -415,6 +415,21 @@ func TestModelRefusals(t *testing.T) {
 			}
 			return k, ts
 		}, false, "blk.0.attn_v.weight"},
+		{"zero heads", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.attention.head_count", gguf.Uint32Value(0)), ts
+		}, false, "llama.attention.head_count"},
+		{"zero width", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.embedding_length", gguf.Uint32Value(0)), ts
+		}, false, "llama.embedding_length"},
+		{"zero kv heads", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.attention.head_count_kv", gguf.Uint32Value(0)), ts
+		}, false, "num_key_value_heads"},
+		{"negative eps", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.attention.layer_norm_rms_epsilon", gguf.Float32Value(-1)), ts
+		}, false, "eps"},
+		{"huge layers", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return setKV(k, "llama.block_count", gguf.Uint64Value(1<<40)), ts
+		}, false, "llama.block_count"},
 		{"vocab mismatch", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 			return setKV(k, "llama.vocab_size", gguf.Uint32Value(7)), ts
 		}, false, "vocab_size"},

@@ -3,9 +3,13 @@ package gguf_test
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
 )
 
@@ -54,6 +58,76 @@ func FuzzOpen(f *testing.F) {
 		}
 		for _, kv := range file.KVs {
 			_ = kv.Value.String()
+		}
+	})
+}
+
+// FuzzOpenModel writes arbitrary bytes (seeded with a tiny converted
+// model) to a file and opens it as a model: OpenModel must never panic,
+// and a model it accepts must decode every Linear and report its bpw.
+func FuzzOpenModel(f *testing.F) {
+	dir := f.TempDir()
+	o, _ := fixtures.Defaults("qwen3")
+	o.Vocab, o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 258, 8, 8, 1, 2, 1, 4
+	o.Init = fixtures.InitRandom
+	if err := fixtures.Write(filepath.Join(dir, "m"), o); err != nil {
+		f.Fatal(err)
+	}
+	seed := filepath.Join(dir, "m.gguf")
+	if err := gguf.ConvertFile(filepath.Join(dir, "m"), seed, gguf.ConvertOptions{Type: gguf.F16}); err != nil {
+		f.Fatal(err)
+	}
+	// The seed without its tokenizer metadata (OpenModel does not read it):
+	// a few kilobytes.
+	src, err := os.Open(seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, _ := src.Stat()
+	gf, err := gguf.Open(src, st.Size(), seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var kvs []gguf.KV
+	for _, kv := range gf.KVs {
+		if !strings.HasPrefix(kv.Key, "tokenizer.") {
+			kvs = append(kvs, kv)
+		}
+	}
+	var ts []gguf.WriteTensor
+	for _, ti := range gf.Tensors {
+		raw, _ := gf.ReadRaw(ti.Name)
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: raw})
+	}
+	src.Close()
+	var buf bytes.Buffer
+	if err := gguf.Write(&buf, kvs, ts); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	work := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(work, "f.gguf")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := gguf.OpenModel(p, gguf.Options{})
+		if err != nil {
+			return
+		}
+		defer m.Close()
+		if _, err := m.Inspect(); err != nil {
+			t.Fatalf("opened but Inspect fails: %v", err)
+		}
+		for i := 0; i < m.Spec.Layers; i++ {
+			for _, al := range m.Spec.LayerLinears(i) {
+				l, err := m.Linear(al.Module)
+				if err != nil {
+					t.Fatalf("opened but %s: %v", al.Module, err)
+				}
+				out, in := l.Shape()
+				_ = l.Dequantize(make([]float64, out*in)) // may fail (NaN weights), never panic
+			}
 		}
 	})
 }

@@ -35,14 +35,14 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	if o.Type != F32 && o.Type != F16 {
 		return nil, nil, fmt.Errorf("gguf: convert: output type %s (want F32 or F16)", o.Type)
 	}
-	cfg := m.Config
-	if len(cfg.QuantizationConfig) > 0 {
-		return nil, nil, fmt.Errorf("%w: %s: convert: quantized checkpoints (%s) cannot be converted; convert the dense model", ErrUnsupported, m.Dir, cfg.QuantizationKey)
+	if len(m.Config.QuantizationConfig) > 0 {
+		return nil, nil, fmt.Errorf("%w: %s: convert: quantized checkpoints (%s) cannot be converted; convert the dense model", ErrUnsupported, m.Dir, m.Config.QuantizationKey)
 	}
-	spec, err := arch.For(cfg)
+	spec, err := arch.For(m.Config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
 	}
+	cfg := spec.Config // resolved: the family's defaults applied
 	a := cfg.ModelType
 	permute := false
 	switch a {
@@ -200,7 +200,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 // ConvertFile converts the checkpoint directory dir into the GGUF file out
 // (written through a temporary file and renamed).
 func ConvertFile(dir, out string, o ConvertOptions) error {
-	m, err := checkpoint.OpenDir(dir)
+	m, err := arch.OpenDir(dir)
 	if err != nil {
 		return err
 	}

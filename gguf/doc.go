@@ -25,7 +25,7 @@
 //
 // OpenModel maps general.architecture llama (Mistral-family files are
 // written as llama), qwen2 and qwen3 and the <arch>.* hyperparameters onto
-// a checkpoint.Config (parsed by checkpoint.ParseConfig, so defaults and
+// a checkpoint.Config (parsed by arch.ParseConfig, so defaults and
 // checks are the safetensors ones) and an arch.Spec; tensors are addressed
 // by their Hugging Face names (ggufName maps them: token_embd, blk.N.attn_q,
 // ..., output_norm, output; a missing output.weight is a tied head). Every

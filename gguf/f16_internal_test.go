@@ -3,6 +3,8 @@ package gguf
 import (
 	"math"
 	"testing"
+
+	"github.com/qppl/qppl/gguf/ggml"
 )
 
 // TestF32ToF16 checks round-to-nearest-even at normal, subnormal,
@@ -25,7 +27,7 @@ func TestF32ToF16(t *testing.T) {
 		}
 	}
 	for h := 0; h < 1<<16; h++ {
-		f := f16ToF32(uint16(h))
+		f := ggml.F16ToF32(uint16(h))
 		if f != f { // NaN
 			continue
 		}

@@ -21,9 +21,9 @@ import (
 
 // Options configures OpenModel.
 type Options struct {
-	// Decoder decodes the block types; nil decodes F32, F16 and BF16 only
-	// (PlainDecoder). Tensors of other types open, but reading them fails
-	// with ErrUnsupported naming the tensor.
+	// Decoder decodes the tensor types; nil is GGMLDecoder (every type
+	// package ggml decodes). A model holding a type the decoder refuses is
+	// refused by OpenModel, naming the tensor and type.
 	Decoder Decoder
 	// Inspect opens the model for its headers only (qppl inspect): types
 	// without a decoder are not refused at open; reading such a tensor
@@ -68,7 +68,7 @@ var splitName = regexp.MustCompile(`^(.*)-([0-9]{5})-of-([0-9]{5})\.gguf$`)
 func OpenModel(path string, opt Options) (*Model, error) {
 	m := &Model{Path: path, decode: opt.Decoder, inspectOnly: opt.Inspect, tensors: map[string]TensorInfo{}, owner: map[string]*File{}}
 	if m.decode == nil {
-		m.decode = PlainDecoder
+		m.decode = GGMLDecoder
 	}
 	if err := m.open(path); err != nil {
 		m.Close()

@@ -125,9 +125,8 @@ func (m *evalModel) inspect() (*quant.Report, error) {
 	return quant.Inspect(m.ckpt)
 }
 
-// ggufDecoder decodes F32, F16 and BF16; the ggml block types plug in
-// here when their decoders exist.
-func ggufDecoder() gguf.Decoder { return gguf.PlainDecoder }
+// ggufDecoder decodes every type package gguf/ggml decodes.
+func ggufDecoder() gguf.Decoder { return gguf.GGMLDecoder }
 
 // inspectGGUF prints a GGUF model's bpw report plus the per-type breakdown
 // (decoder Linears and the whole file); --json adds it as "gguf_types".

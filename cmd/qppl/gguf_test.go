@@ -248,7 +248,7 @@ func TestInspectGGUF(t *testing.T) {
 	}
 	m.Close()
 	want := (float64(total-down)*32 + float64(down)*8.5) / float64(total)
-	for _, s := range []string{"format mixed: gguf-f32, gguf-q8_0", fmt.Sprintf("decoder layers: %.4f bpw", want), "Q8_0", "8.5000", "per ggml type"} {
+	for _, s := range []string{"format mixed: gguf-f32, gguf-q8_0", fmt.Sprintf("decoder layers: %.4f bpw", want), "q8_0", "8.5000", "per ggml type"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("inspect lacks %q:\n%s", s, stdout)
 		}
@@ -256,15 +256,27 @@ func TestInspectGGUF(t *testing.T) {
 	if code, _, _ := runQPPL(t, "inspect", "--model", filepath.Join(dir, "none.gguf")); code != 2 {
 		t.Errorf("missing file: exit %d", code)
 	}
-	// Without a decoder for a tensor's type, eval refuses before any work,
-	// naming the tensor and type.
-	if _, err := gguf.OpenModel(mixed, ggufOptions()); err == nil {
-		t.Skip("Q8_0 is decoded: nothing to refuse")
+	// A type qppl does not decode (Q8_1, an activation type): eval refuses
+	// before any work, naming the tensor and type.
+	for i := range ts {
+		if ts[i].Name == "blk.0.ffn_down.weight" {
+			ts[i].Type, ts[i].Data = gguf.Q8_1, make([]byte, down/32*36)
+		}
 	}
+	q81 := filepath.Join(dir, "q81.gguf")
+	fh, _ = os.Create(q81)
+	if err := gguf.Write(fh, kvs, ts); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
 	toks := filepath.Join(dir, "t.i32")
 	os.WriteFile(toks, make([]byte, 4*40), 0o644)
-	code, stdout, stderr = runQPPL(t, "eval", "--model", mixed, "--tokens", toks, "--ctx", "16")
-	if code != 2 || stdout != "" || !strings.Contains(stderr, "blk.0.ffn_down.weight") || !strings.Contains(stderr, "Q8_0") {
-		t.Errorf("eval without a Q8_0 decoder: exit %d, %s", code, stderr)
+	code, stdout, stderr = runQPPL(t, "eval", "--model", q81, "--tokens", toks, "--ctx", "16")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "blk.0.ffn_down.weight") || !strings.Contains(stderr, "q8_1") {
+		t.Errorf("eval of a Q8_1 tensor: exit %d, %s", code, stderr)
+	}
+	// The Q8_0 file is decoded and evaluated.
+	if code, _, stderr := runQPPL(t, "eval", "--model", mixed, "--tokens", toks, "--ctx", "16"); code != 0 {
+		t.Errorf("eval of the Q8_0 file: exit %d, %s", code, stderr)
 	}
 }

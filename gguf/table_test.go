@@ -41,6 +41,9 @@ func TestDocsTable(t *testing.T) {
 	if s := os.Getenv("QPPL_GGUF_TABLE_ROWS"); s != "" {
 		fmt.Sscan(s, &nwin)
 	}
+	if s := os.Getenv("QPPL_GGUF_TABLE_CTX"); s != "" {
+		fmt.Sscan(s, &ctx)
+	}
 	tok, err := tokenizer.Load(model)
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,8 @@ import (
 	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/dataset/hub"
 	"github.com/qppl/qppl/eval"
+	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/plots"
-	"github.com/qppl/qppl/quant"
 )
 
 func newCompareCmd() *cli.Command {
@@ -223,10 +223,15 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 		}
 		return res.Paths[0], nil
 	}}
-	if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
+	po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
+	if isGGUFPath(o.Tokenizer) { // a GGUF base: its metadata, tokenizer.json beside it
+		po.Tokenizer = filepath.Dir(o.Tokenizer)
+		if g, err := gguf.OpenModel(o.Tokenizer, ggufOptions()); err == nil {
+			po.Model = modelVocabulary(g.Config)
+			g.Close()
+		}
+	} else if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
 		po.Model = modelVocabulary(cfg)
-	} else {
-		po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
 	}
 	data, err := suite.Prepare(o.Spec, po)
 	if err != nil {
@@ -395,6 +400,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 					spec.TokenizerDir = m.ModelDir
 				}
 			}
+			if isGGUFPath(spec.TokenizerDir) {
+				spec.TokenizerDir = filepath.Dir(spec.TokenizerDir) // tokenizer.json beside the file
+			}
 		}
 	}
 	return spec, models, nil
@@ -542,16 +550,16 @@ func writeResultTable(w io.Writer, rs *suite.ResultSet) {
 // openForCompare opens a model and its backend for suite's evaluator.
 func openForCompare(bo backendOptions) func(dir string) (*suite.Opened, error) {
 	return func(dir string) (*suite.Opened, error) {
-		m, err := arch.OpenDir(dir)
+		m, err := openLocalModel(dir, "") // a directory or GGUF file (ggufmodel.go)
 		if err != nil {
 			return nil, usageErr(err)
 		}
-		rep, err := quant.Inspect(m)
+		rep, err := m.inspect()
 		if err != nil {
 			m.Close()
 			return nil, usageErr(err)
 		}
-		be, err := openBackend(m, bo)
+		be, err := m.openBackend(bo)
 		if err != nil {
 			m.Close()
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/gguf/ggml"
 )
 
 // FuzzOpen feeds arbitrary bytes to the GGUF header parser. Open must never
@@ -46,7 +47,7 @@ func FuzzOpen(f *testing.F) {
 			if ti.Offset < end || ti.Offset+ti.Size > int64(len(data)) || (ti.Offset-file.DataOffset)%file.Alignment != 0 {
 				t.Fatalf("tensor %q [%d,+%d) misplaced (data at %d, previous end %d, file %d)", ti.Name, ti.Offset, ti.Size, file.DataOffset, end, len(data))
 			}
-			want, err := ti.Type.RowBytes(ti.Numel())
+			want, err := ggml.RowBytes(ti.Type, ti.Numel())
 			if err != nil || want != ti.Size {
 				t.Fatalf("tensor %q: size %d, want %d (%v)", ti.Name, ti.Size, want, err)
 			}

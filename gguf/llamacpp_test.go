@@ -66,7 +66,7 @@ func TestTypeTableMatchesGGML(t *testing.T) {
 	}
 	for _, tr := range traits {
 		ty := gguf.Type(tr.ID)
-		if ty.BlockSize() != tr.BlockSize || ty.TypeSize() != tr.TypeSize || !equalFold(ty.String(), tr.Name) {
+		if int64(ty.BlockSize()) != tr.BlockSize || int64(ty.TypeSize()) != tr.TypeSize || !equalFold(ty.String(), tr.Name) {
 			t.Errorf("type %d: %s %d/%d, ggml %s %d/%d", tr.ID, ty, ty.BlockSize(), ty.TypeSize(), tr.Name, tr.BlockSize, tr.TypeSize)
 		}
 	}

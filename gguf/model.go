@@ -655,7 +655,7 @@ func (m *Model) probeTypes() error {
 				continue
 			}
 			seen[ti.Type] = true
-			raw, err := f.readAt(ti, 0, ti.Type.TypeSize())
+			raw, err := f.readAt(ti, 0, int64(ti.Type.TypeSize()))
 			if err != nil {
 				return err
 			}

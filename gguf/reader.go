@@ -403,10 +403,10 @@ func Open(r io.ReaderAt, size int64, path string) (*File, error) {
 		if !ti.Type.Known() {
 			return nil, fmt.Errorf("%w: %s: %s type: unknown ggml type id %d", ErrUnsupported, path, field, t)
 		}
-		if bs := ti.Type.BlockSize(); ti.Dims[0]%bs != 0 {
+		if bs := int64(ti.Type.BlockSize()); ti.Dims[0]%bs != 0 {
 			return nil, d.fail(field+" ne[0]", "%d is not a multiple of %s's block size %d", ti.Dims[0], ti.Type, bs)
 		}
-		if ti.Size, err = ti.Type.RowBytes(numel); err != nil {
+		if ti.Size, err = rowBytes(ti.Type, numel); err != nil {
 			return nil, d.fail(field, "%v", err)
 		}
 		off, err := d.u64(field + " offset")

@@ -49,12 +49,12 @@ func (m *Model) Where(hf string) string {
 // decodeRange decodes elements [e0, e0+n) of a tensor (n and e0 whole
 // blocks) to float64.
 func (m *Model) decodeRange(ti TensorInfo, f *File, e0, n int64, dst []float64) error {
-	bs := ti.Type.BlockSize()
+	bs := int64(ti.Type.BlockSize())
 	if e0%bs != 0 || n%bs != 0 || int64(len(dst)) != n {
 		return fmt.Errorf("%s: tensor %q: decoding [%d, +%d) into %d values", ti.File, ti.Name, e0, n, len(dst))
 	}
-	off, _ := ti.Type.RowBytes(e0)
-	size, _ := ti.Type.RowBytes(n)
+	off, _ := rowBytes(ti.Type, e0)
+	size, _ := rowBytes(ti.Type, n)
 	raw, err := f.readAt(ti, off, size)
 	if err != nil {
 		return err

@@ -8,109 +8,70 @@ import (
 	"github.com/qppl/qppl/gguf/ggml"
 )
 
-// Type is a ggml tensor type id as stored in a GGUF tensor info.
-type Type uint32
+// Type is a ggml tensor type id as stored in a GGUF tensor info: package
+// ggml's Type (the one type table: names, block sizes and bytes per block,
+// checked against libggml in the llama.cpp tests).
+type Type = ggml.Type
 
 // The ggml type ids (package ggml, the one place that knows their
 // layouts and decoders). Ids 4, 5, 31–33 and 36–38 were removed from ggml
 // and are refused like any unknown id.
 const (
-	F32     = Type(ggml.F32)
-	F16     = Type(ggml.F16)
-	Q4_0    = Type(ggml.Q4_0)
-	Q4_1    = Type(ggml.Q4_1)
-	Q5_0    = Type(ggml.Q5_0)
-	Q5_1    = Type(ggml.Q5_1)
-	Q8_0    = Type(ggml.Q8_0)
-	Q8_1    = Type(ggml.Q8_1)
-	Q2_K    = Type(ggml.Q2_K)
-	Q3_K    = Type(ggml.Q3_K)
-	Q4_K    = Type(ggml.Q4_K)
-	Q5_K    = Type(ggml.Q5_K)
-	Q6_K    = Type(ggml.Q6_K)
-	Q8_K    = Type(ggml.Q8_K)
-	IQ2_XXS = Type(ggml.IQ2_XXS)
-	IQ2_XS  = Type(ggml.IQ2_XS)
-	IQ3_XXS = Type(ggml.IQ3_XXS)
-	IQ1_S   = Type(ggml.IQ1_S)
-	IQ4_NL  = Type(ggml.IQ4_NL)
-	IQ3_S   = Type(ggml.IQ3_S)
-	IQ2_S   = Type(ggml.IQ2_S)
-	IQ4_XS  = Type(ggml.IQ4_XS)
-	I8      = Type(ggml.I8)
-	I16     = Type(ggml.I16)
-	I32     = Type(ggml.I32)
-	I64     = Type(ggml.I64)
-	F64     = Type(ggml.F64)
-	IQ1_M   = Type(ggml.IQ1_M)
-	BF16    = Type(ggml.BF16)
-	TQ1_0   = Type(ggml.TQ1_0)
-	TQ2_0   = Type(ggml.TQ2_0)
-	MXFP4   = Type(ggml.MXFP4)
+	F32     = ggml.F32
+	F16     = ggml.F16
+	Q4_0    = ggml.Q4_0
+	Q4_1    = ggml.Q4_1
+	Q5_0    = ggml.Q5_0
+	Q5_1    = ggml.Q5_1
+	Q8_0    = ggml.Q8_0
+	Q8_1    = ggml.Q8_1
+	Q2_K    = ggml.Q2_K
+	Q3_K    = ggml.Q3_K
+	Q4_K    = ggml.Q4_K
+	Q5_K    = ggml.Q5_K
+	Q6_K    = ggml.Q6_K
+	Q8_K    = ggml.Q8_K
+	IQ2_XXS = ggml.IQ2_XXS
+	IQ2_XS  = ggml.IQ2_XS
+	IQ3_XXS = ggml.IQ3_XXS
+	IQ1_S   = ggml.IQ1_S
+	IQ4_NL  = ggml.IQ4_NL
+	IQ3_S   = ggml.IQ3_S
+	IQ2_S   = ggml.IQ2_S
+	IQ4_XS  = ggml.IQ4_XS
+	I8      = ggml.I8
+	I16     = ggml.I16
+	I32     = ggml.I32
+	I64     = ggml.I64
+	F64     = ggml.F64
+	IQ1_M   = ggml.IQ1_M
+	BF16    = ggml.BF16
+	TQ1_0   = ggml.TQ1_0
+	TQ2_0   = ggml.TQ2_0
+	MXFP4   = ggml.MXFP4
 )
 
-// typeInfo is the storage layout of a type: BlockSize elements are stored
-// in TypeSize bytes.
-type typeInfo struct {
-	name      string
-	blockSize int64
-	typeSize  int64
-}
-
-// lookup returns ggml's name, block size and bytes per block of a type id
-// (checked against libggml in the llama.cpp tests).
-func lookup(t Type) (typeInfo, bool) {
-	g := ggml.Type(t)
-	if !g.Known() {
-		return typeInfo{}, false
-	}
-	return typeInfo{g.String(), int64(g.BlockSize()), int64(g.TypeSize())}, true
-}
-
-// Known reports whether t is a type id this package knows the layout of.
-func (t Type) Known() bool { _, ok := lookup(t); return ok }
-
-// String returns ggml's name of the type ("Q4_K"), or "type(N)".
-func (t Type) String() string {
-	if ti, ok := lookup(t); ok {
-		return ti.name
-	}
-	return fmt.Sprintf("type(%d)", uint32(t))
-}
-
-// BlockSize returns the number of elements per block (1 for plain types),
-// 0 for an unknown type.
-func (t Type) BlockSize() int64 {
-	ti, _ := lookup(t)
-	return ti.blockSize
-}
-
-// TypeSize returns the bytes per block, 0 for an unknown type.
-func (t Type) TypeSize() int64 {
-	ti, _ := lookup(t)
-	return ti.typeSize
-}
-
-// RowBytes returns the bytes of n elements of type t: n/BlockSize blocks.
-// n must be a multiple of the block size and the product must not overflow.
-func (t Type) RowBytes(n int64) (int64, error) {
-	ti, ok := lookup(t)
-	if !ok {
+// rowBytes returns the bytes of n elements of type t: n/BlockSize blocks.
+// An unknown type is ErrUnsupported; n must be a whole number of blocks and
+// the product must not overflow.
+func rowBytes(t Type, n int64) (int64, error) {
+	if !t.Known() {
 		return 0, fmt.Errorf("%w: unknown ggml type id %d", ErrUnsupported, uint32(t))
 	}
-	if n < 0 || n%ti.blockSize != 0 {
-		return 0, fmt.Errorf("%d elements of %s are not a whole number of %d-element blocks", n, ti.name, ti.blockSize)
+	bs, ts := int64(t.BlockSize()), int64(t.TypeSize())
+	if n < 0 || n%bs != 0 {
+		return 0, fmt.Errorf("%d elements of %s are not a whole number of %d-element blocks", n, t, bs)
 	}
-	blocks := n / ti.blockSize
-	if blocks > math.MaxInt64/ti.typeSize {
-		return 0, fmt.Errorf("%d elements of %s overflow a byte size", n, ti.name)
+	blocks := n / bs
+	if blocks > math.MaxInt64/ts {
+		return 0, fmt.Errorf("%d elements of %s overflow a byte size", n, t)
 	}
-	return blocks * ti.typeSize, nil
+	return blocks * ts, nil
 }
 
 // Decoder decodes the bytes of n consecutive elements of one ggml type into
 // float32 values exactly as ggml's dequantize_row_<type> computes them.
-// raw holds exactly t.RowBytes(n) bytes and len(dst) == n. It returns an
+// raw holds exactly ggml.RowBytes(t, n) bytes and len(dst) == n. It returns an
 // error wrapping ErrUnsupported for a type it does not decode.
 //
 // GGMLDecoder (package ggml's decoders) is the default; PlainDecoder
@@ -137,7 +98,7 @@ func PlainDecoder(t Type, raw []byte, n int, dst []float32) error {
 	if len(dst) != n {
 		return fmt.Errorf("gguf: decoding %d %s elements into %d values", n, t, len(dst))
 	}
-	want, err := t.RowBytes(int64(n))
+	want, err := rowBytes(t, int64(n))
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func ArrayOf(elems []Value) Value {
 }
 
 // WriteTensor is one tensor to write: its ggml dims (ne, innermost first),
-// type, and data (exactly Type.RowBytes(numel) bytes).
+// type, and data (exactly ggml.RowBytes(Type, numel) bytes).
 type WriteTensor struct {
 	Name string
 	Dims []int64
@@ -166,7 +166,7 @@ func Write(w io.Writer, kvs []KV, tensors []WriteTensor) error {
 		for _, d := range t.Dims {
 			n *= d
 		}
-		size, err := t.Type.RowBytes(n)
+		size, err := rowBytes(t.Type, n)
 		if err != nil {
 			return fmt.Errorf("gguf: tensor %s: %w", t.Name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/detmath"
 )
 
 // ErrUnsupported is wrapped by every error of For.
@@ -449,7 +450,7 @@ func (s *Spec) RopeInvFreq() []float64 {
 func RopeInvFreq(dim int, theta float64, rs *checkpoint.RopeScaling) []float64 {
 	inv := make([]float64, dim/2)
 	for i := range inv {
-		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(dim))
+		inv[i] = 1 / detmath.Pow(theta, float64(2*i)/float64(dim)) // math.Pow differs across GOARCHes
 	}
 	if rs == nil {
 		return inv
@@ -472,7 +473,7 @@ func RopeInvFreq(dim int, theta float64, rs *checkpoint.RopeScaling) []float64 {
 			// Medium frequencies: neither wavelen < high nor wavelen > low.
 			if !(wavelen < highWavelen) && !(wavelen > lowWavelen) {
 				smooth := (old/wavelen - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
-				scaled = (1-smooth)*scaled/rs.Factor + smooth*scaled
+				scaled = float64((1-smooth)*scaled/rs.Factor) + float64(smooth*scaled) // never fused
 			}
 			inv[i] = scaled
 		}

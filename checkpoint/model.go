@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // File names of a Hugging Face model directory.
@@ -31,6 +32,9 @@ type Model struct {
 	tensors map[string]TensorInfo
 	owner   map[string]*File
 	names   []string
+
+	usageMu sync.Mutex
+	usage   []*Usage // active TrackUsage recorders
 }
 
 // OpenDir opens a model directory: config.json and either model.safetensors
@@ -172,9 +176,13 @@ func (m *Model) openFile(path string) (*File, error) {
 // Files returns the safetensors files, in shard order.
 func (m *Model) Files() []*File { return append([]*File(nil), m.files...) }
 
-// Tensor returns the description of a tensor.
+// Tensor returns the description of a tensor and marks it as used (see
+// TrackUsage; Peek does not mark).
 func (m *Model) Tensor(name string) (TensorInfo, bool) {
 	t, ok := m.tensors[name]
+	if ok {
+		m.mark(name)
+	}
 	return t, ok
 }
 
@@ -198,6 +206,7 @@ func (m *Model) lookup(name string) (*File, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: tensor %q is not in the checkpoint", ErrNotFound, m.Dir, name)
 	}
+	m.mark(name)
 	return f, nil
 }
 

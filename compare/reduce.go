@@ -115,15 +115,33 @@ type ReduceOptions struct {
 	// TopK is the K of WindowResult.TopKOverlap (0 or 1: none).
 	TopK int
 	// Bootstrap is the number of window resamples for the PPL interval
-	// (0: DefaultBootstrap; < 0: none); Seed seeds it; Level is its
-	// coverage (0: 0.95).
+	// (0: DefaultBootstrap; < 0: none; the commands accept only
+	// CheckBootstrap's counts); Seed seeds it; Level is its coverage (0:
+	// 0.95).
 	Bootstrap int
 	Seed      uint64
 	Level     float64
 }
 
-// DefaultBootstrap is the default number of bootstrap resamples.
-const DefaultBootstrap = 1000
+// Bootstrap resample counts. An interval from fewer than MinBootstrap
+// resamples has percentiles that are a handful of draws (1 resample gives
+// lo = hi); MaxBootstrap bounds the time and memory (8 bytes per resample,
+// one draw per window per resample) far above any useful precision.
+const (
+	DefaultBootstrap = 1000
+	MinBootstrap     = 100
+	MaxBootstrap     = 100_000
+)
+
+// CheckBootstrap validates a resample count given by a user, where 0 (or,
+// as before, a negative count) means no interval: n must be ≤ 0 or in
+// [MinBootstrap, MaxBootstrap].
+func CheckBootstrap(n int) error {
+	if n <= 0 || (n >= MinBootstrap && n <= MaxBootstrap) {
+		return nil
+	}
+	return fmt.Errorf("--bootstrap %d: want 0 (no interval) or %d to %d resamples", n, MinBootstrap, MaxBootstrap)
+}
 
 // Reduce computes the statistics of a set of windows. The windows are
 // processed in ascending Index order whatever their order in ws (duplicate

@@ -99,6 +99,13 @@ type Result struct {
 	// KLD holds the statistics against a base model; nil without a base.
 	KLD *KLDStats `json:"kld,omitempty"`
 
+	// AllowUnusedTensors records --allow-unused-tensors: the checkpoint was
+	// evaluated although UnusedTensors (sorted) were used by neither the
+	// forward pass nor the format. Absent on a normal run, where unused
+	// tensors stop the run.
+	AllowUnusedTensors bool     `json:"allow_unused_tensors,omitempty"`
+	UnusedTensors      []string `json:"unused_tensors,omitempty"`
+
 	// Timing is the only non-deterministic part of a result.
 	Timing *Timing `json:"timing,omitempty"`
 }

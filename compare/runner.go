@@ -169,6 +169,20 @@ func (r *Runner) scoreWindow(ctx context.Context, w backends.Window, k int) (Win
 	if err := obs.fill(); err != nil {
 		return wr, err
 	}
+	// The base run's exact target NLL and top ids, when the store has them:
+	// the record encoding (u16) then changes nothing but the KL.
+	nll, top, kt, ok, err := r.Base.Targets(w.Index)
+	if err != nil {
+		return wr, err
+	}
+	if ok && len(nll) == t {
+		copy(obs.baseNLL, nll)
+		if obs.k <= kt {
+			for i := range t {
+				copy(obs.baseTop[i*obs.k:(i+1)*obs.k], top[i*kt:i*kt+obs.k])
+			}
+		}
+	}
 	wr.BaseNLL = obs.baseNLL
 	wr.BaseTop1 = make([]int32, t)
 	for i := range wr.BaseTop1 {
@@ -189,6 +203,8 @@ func (r *Runner) saveWindow(ctx context.Context, lpr backends.LogProber, w backe
 	t := w.NumTargets()
 	wr := WindowResult{Index: w.Index, First: w.First, Len: len(w.Tokens), NLL: make([]float64, t), Top1: make([]int32, t)}
 	got := make([]bool, t)
+	kt := r.Save.Header().TargetTopK
+	top := make([]int32, t*kt) // exact top ids of every target, for the store
 	allPos := r.Save.Header().KLMode == KLCompareQ
 	next := from
 	err := lpr.LogProbs(ctx, w, from, func(pos int, lp []float64) error {
@@ -204,6 +220,9 @@ func (r *Runner) saveWindow(ctx context.Context, lpr backends.LogProber, w backe
 		if t, ok := w.Target(pos); ok {
 			wr.NLL[t] = -lp[w.Tokens[pos+1]]
 			wr.Top1[t] = argmax(lp)
+			if kt > 0 {
+				topK(lp, top[t*kt:(t+1)*kt])
+			}
 			got[t] = true
 		}
 		return nil
@@ -214,6 +233,11 @@ func (r *Runner) saveWindow(ctx context.Context, lpr backends.LogProber, w backe
 	for i, ok := range got {
 		if !ok {
 			return wr, fmt.Errorf("backend %s window %d: no log-probs for target position %d", r.Backend.Info().Name, w.Index, w.First+i)
+		}
+	}
+	if kt > 0 {
+		if err := r.Save.WriteTargets(w.Index, wr.NLL, top); err != nil {
+			return wr, err
 		}
 	}
 	return wr, nil

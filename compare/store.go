@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,6 +46,17 @@ import (
 //	          length, "QPPLKEY1") that llama.cpp ignores, so its files stay
 //	          readable by llama-perplexity; a file written by llama.cpp has no
 //	          trailer and is checked by its tokens only.
+//
+// Exact targets (version 2): after the records (llamacpp container: inside
+// the trailer, before its JSON), for every stored window in order and for
+// each of its scored targets First..Len-1, the base run's own NLL as f64 LE,
+// then for each target TargetTopK int32 LE ids of the base's largest
+// log-probs (largest first, lower id first on ties). The paired statistics
+// (PPL(base), the PPL ratio and difference, correlation, Δp, same-top and
+// top-K agreement) use these exact values whatever the record encoding, so
+// u16 changes only the KL divergence (by llama.cpp's −16 cut). Version 1
+// files (and llama.cpp's own) have none: those statistics then come from
+// the decoded records, as before.
 
 // Encoding is a base store record encoding.
 type Encoding string
@@ -55,6 +67,11 @@ const (
 	EncodingF32 Encoding = "f32"
 	EncodingF64 Encoding = "f64"
 )
+
+// DefaultEncoding is the encoding of eval --save-logits and compare's base
+// stores: f32, lossless to float32, so that KL is compare_q's
+// full-vocabulary one.
+const DefaultEncoding = EncodingF32
 
 // Containers.
 const (
@@ -111,7 +128,27 @@ type StoreHeader struct {
 	Rows         int      `json:"rows"`
 	// Windows is the layout (qppl container only).
 	Windows []StoreWindow `json:"windows,omitempty"`
+	// TargetTopK is the number of base top ids stored per target in the
+	// exact-target section (version 2; CreateStore writes it when
+	// TargetTopK > 0, use StoreTopK); 0: no such section (version 1).
+	TargetTopK int `json:"target_top_k,omitempty"`
 }
+
+// StoreVersion is the version CreateStore writes; OpenStore reads 1 and 2.
+const StoreVersion = 2
+
+// StoreTopK is the number of base top ids to store per target: top-K
+// agreement with a larger --top-k falls back to the decoded records.
+const StoreTopK = 8
+
+// maxTargetTopK bounds TargetTopK.
+const maxTargetTopK = 1024
+
+// targetBytes is the size of one target in the exact-target section.
+func targetBytes(k int) int64 { return 8 + 4*int64(k) }
+
+// targets is the number of scored targets of a stored window.
+func (w StoreWindow) targets() int { return w.Len - w.First }
 
 // Key is the store's cache key: hex sha256 of data spec hash, model hash,
 // encoding, KL mode and KL rows.
@@ -142,7 +179,7 @@ func ParseEncoding(s string) (Encoding, error) {
 	case EncodingU16, EncodingF32, EncodingF64:
 		return Encoding(s), nil
 	case "":
-		return EncodingU16, nil
+		return DefaultEncoding, nil
 	}
 	return "", fmt.Errorf("unknown base log-prob encoding %q (want u16, f32 or f64)", s)
 }
@@ -191,6 +228,8 @@ type StoreWriter struct {
 	win  int // index into h.Windows
 	pos  int // next position in that window
 	done bool
+	// targets holds each stored window's exact-target section (WriteTargets).
+	targets map[int][]byte
 }
 
 // CreateStore starts writing a store described by h (Windows must be set,
@@ -198,6 +237,12 @@ type StoreWriter struct {
 // original token stream; its first len(Windows)·Ctx ids go in the header.
 func CreateStore(path string, h StoreHeader, tokens []int32) (*StoreWriter, error) {
 	h.Version = 1
+	if h.TargetTopK < 0 || h.TargetTopK > maxTargetTopK {
+		return nil, fmt.Errorf("%s: target top-k %d out of range [0, %d]", path, h.TargetTopK, maxTargetTopK)
+	}
+	if h.TargetTopK > 0 {
+		h.Version = StoreVersion
+	}
 	rb, err := RecordBytes(h.Encoding, h.Vocab)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -242,7 +287,7 @@ func CreateStore(path string, h StoreHeader, tokens []int32) (*StoreWriter, erro
 	if err != nil {
 		return nil, fmt.Errorf("creating base log-prob store: %w", err)
 	}
-	s := &StoreWriter{h: h, path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20), rec: make([]byte, rb), lp32: make([]float32, h.Vocab)}
+	s := &StoreWriter{h: h, path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20), rec: make([]byte, rb), lp32: make([]float32, h.Vocab), targets: make(map[int][]byte)}
 	if _, err := s.bw.Write(head); err != nil {
 		s.Abort()
 		return nil, fmt.Errorf("writing %s: %w", path, err)
@@ -307,7 +352,39 @@ func (s *StoreWriter) Write(index, pos int, lp []float64) error {
 	return nil
 }
 
-// Close checks that every position was written, adds the trailer (llamacpp
+// WriteTargets records the base run's exact NLL of every scored target of
+// window index and, per target, its StoreTopK top ids (top holds
+// len(nll)·StoreTopK ids, largest log-prob first).
+func (s *StoreWriter) WriteTargets(index int, nll []float64, top []int32) error {
+	if s.h.TargetTopK == 0 {
+		return fmt.Errorf("%s: a version-1 store holds no exact targets", s.path)
+	}
+	var sw *StoreWindow
+	for i := range s.h.Windows {
+		if s.h.Windows[i].Index == index {
+			sw = &s.h.Windows[i]
+		}
+	}
+	if sw == nil {
+		return fmt.Errorf("%s: window %d is not stored", s.path, index)
+	}
+	k := s.h.TargetTopK
+	if len(nll) != sw.targets() || len(top) != k*len(nll) {
+		return fmt.Errorf("%s: window %d: %d NLL values and %d top ids for %d targets × %d", s.path, index, len(nll), len(top), sw.targets(), k)
+	}
+	b := make([]byte, 0, int64(len(nll))*targetBytes(k))
+	for _, v := range nll {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	for _, id := range top {
+		b = binary.LittleEndian.AppendUint32(b, uint32(id))
+	}
+	s.targets[index] = b
+	return nil
+}
+
+// Close checks that every position and every window's targets were
+// written, adds the exact-target section and the trailer (llamacpp
 // container), syncs and renames the file into place.
 func (s *StoreWriter) Close() error {
 	if s.done {
@@ -318,13 +395,35 @@ func (s *StoreWriter) Close() error {
 		s.Abort()
 		return fmt.Errorf("%s: incomplete: window %d has %d of %d positions", s.path, w.Index, s.pos, w.Positions)
 	}
-	if s.h.Container == ContainerLlamaCpp {
+	var section []byte
+	for _, w := range s.h.Windows {
+		if s.h.TargetTopK == 0 {
+			break
+		}
+		b, ok := s.targets[w.Index]
+		if !ok {
+			s.Abort()
+			return fmt.Errorf("%s: incomplete: no exact targets for window %d", s.path, w.Index)
+		}
+		section = append(section, b...)
+	}
+	if s.h.Container != ContainerLlamaCpp {
+		if _, err := s.bw.Write(section); err != nil {
+			s.Abort()
+			return fmt.Errorf("writing %s: %w", s.path, err)
+		}
+	} else {
 		t := s.h
 		t.Windows = nil
 		js, err := json.Marshal(t)
 		if err != nil {
 			s.Abort()
 			return err
+		}
+		js = append(js, section...)
+		if int64(len(js)) > math.MaxUint32 {
+			s.Abort()
+			return fmt.Errorf("%s: trailer of %d bytes is too large", s.path, len(js))
 		}
 		js = binary.LittleEndian.AppendUint32(js, uint32(len(js)))
 		js = append(js, trailerMagic...)
@@ -424,6 +523,9 @@ type Store struct {
 	wins    map[int]StoreWindow
 	llama   []int32 // llamacpp container: the chunk tokens
 	trailer bool
+	// tgtOff maps a window index to the offset of its exact targets
+	// (version 2; nil without them).
+	tgtOff map[int]int64
 }
 
 // ErrStore marks a store file that is malformed or does not match the run.
@@ -484,7 +586,7 @@ func (s *Store) parseQPPL(size int64) error {
 	if err := json.Unmarshal(js, &s.h); err != nil {
 		return storeErr(s.path, "header: %v", err)
 	}
-	if s.h.Version != 1 || s.h.Container != ContainerQPPL {
+	if (s.h.Version != 1 && s.h.Version != 2) || s.h.Container != ContainerQPPL {
 		return storeErr(s.path, "unsupported version %d / container %q", s.h.Version, s.h.Container)
 	}
 	rec, err := RecordBytes(s.h.Encoding, s.h.Vocab)
@@ -513,13 +615,40 @@ func (s *Store) parseQPPL(size int64) error {
 		s.wins[w.Index] = w
 		off += int64(w.Positions) * rec
 	}
+	if off, err = s.layoutTargets(off, size); err != nil {
+		return err
+	}
 	if off != size {
 		return storeErr(s.path, "size %d bytes, header and records account for %d", size, off)
 	}
 	return nil
 }
 
-func (s *Store) parseLlama(size int64) error {
+// layoutTargets places a version-2 exact-target section at off (bounded by
+// end) and returns the offset after it.
+func (s *Store) layoutTargets(off, end int64) (int64, error) {
+	if s.h.Version < 2 {
+		if s.h.TargetTopK != 0 {
+			return 0, storeErr(s.path, "version %d with target_top_k %d", s.h.Version, s.h.TargetTopK)
+		}
+		return off, nil
+	}
+	k := s.h.TargetTopK
+	if k < 1 || k > maxTargetTopK {
+		return 0, storeErr(s.path, "target_top_k %d out of range", k)
+	}
+	s.tgtOff = make(map[int]int64, len(s.h.Windows))
+	for _, w := range s.h.Windows {
+		if int64(w.targets()) > (end-off)/targetBytes(k) {
+			return 0, storeErr(s.path, "truncated: window %d needs %d exact targets beyond offset %d, the section ends at %d", w.Index, w.targets(), off, end)
+		}
+		s.tgtOff[w.Index] = off
+		off += int64(w.targets()) * targetBytes(k)
+	}
+	return off, nil
+}
+
+func (s *Store) parseLlama(size int64) (err error) {
 	var b [12]byte
 	if _, err := s.f.ReadAt(b[:], 8); err != nil {
 		return storeErr(s.path, "truncated llama.cpp header")
@@ -538,8 +667,9 @@ func (s *Store) parseLlama(size int64) error {
 		return storeErr(s.path, "truncated: %d chunks of %d tokens need %d bytes of tokens and %d records of %d bytes, file has %d bytes", nch, nctx, tokBytes, per*nch, rec, size)
 	}
 	end := dataOff + per*nch*rec
+	var secOff, section int64 // the exact targets in the trailer
 	if extra := size - end; extra != 0 {
-		if err := s.readTrailer(end, extra); err != nil {
+		if secOff, section, err = s.readTrailer(end, extra); err != nil {
 			return err
 		}
 	}
@@ -558,31 +688,77 @@ func (s *Store) parseLlama(size int64) error {
 	s.rec = rec
 	s.offs = make(map[int]int64, nch)
 	s.wins = make(map[int]StoreWindow, nch)
+	s.h.Windows = nil
 	for i := 0; i < int(nch); i++ {
 		w := StoreWindow{i, int(nctx/2 + 1), int(nctx), int(per)}
 		s.h.Windows = append(s.h.Windows, w)
 		s.offs[i] = dataOff + int64(i)*per*rec
 		s.wins[i] = w
 	}
+	if s.trailer {
+		off, err := s.layoutTargets(secOff, secOff+section)
+		if err != nil {
+			return err
+		}
+		if off != secOff+section {
+			return storeErr(s.path, "trailer: %d exact-target bytes, the windows account for %d", section, off-secOff)
+		}
+	}
 	return nil
 }
 
-func (s *Store) readTrailer(at, n int64) error {
-	if n < 12 || n > maxHeaderLen {
-		return storeErr(s.path, "%d unexpected bytes after the last llama.cpp record", n)
+// readTrailer reads qppl's trailer of n bytes at at: JSON header,
+// [exact-target section,] u32 LE length of both, "QPPLKEY1". It returns
+// the offset and size of the section (size 0 in version 1 files).
+func (s *Store) readTrailer(at, n int64) (int64, int64, error) {
+	if n < 12 {
+		return 0, 0, storeErr(s.path, "%d unexpected bytes after the last llama.cpp record", n)
 	}
-	buf := make([]byte, n)
-	if _, err := s.f.ReadAt(buf, at); err != nil {
-		return storeErr(s.path, "reading trailer: %v", err)
+	var tail [12]byte
+	if _, err := s.f.ReadAt(tail[:], at+n-12); err != nil {
+		return 0, 0, storeErr(s.path, "reading trailer: %v", err)
 	}
-	if string(buf[n-8:]) != trailerMagic || int64(binary.LittleEndian.Uint32(buf[n-12:])) != n-12 {
-		return storeErr(s.path, "%d unexpected bytes after the last llama.cpp record", n)
+	if string(tail[4:]) != trailerMagic || int64(binary.LittleEndian.Uint32(tail[:4])) != n-12 {
+		return 0, 0, storeErr(s.path, "%d unexpected bytes after the last llama.cpp record", n)
 	}
-	if err := json.Unmarshal(buf[:n-12], &s.h); err != nil {
-		return storeErr(s.path, "trailer: %v", err)
+	d := json.NewDecoder(io.NewSectionReader(s.f, at, min(n-12, maxHeaderLen)))
+	if err := d.Decode(&s.h); err != nil {
+		return 0, 0, storeErr(s.path, "trailer: %v", err)
+	}
+	jl := d.InputOffset()
+	section := n - 12 - jl
+	if (s.h.Version < 2) != (section == 0) {
+		return 0, 0, storeErr(s.path, "trailer: version %d with %d exact-target bytes", s.h.Version, section)
 	}
 	s.trailer = true
-	return nil
+	return at + jl, section, nil
+}
+
+// Targets returns the base run's exact NLL of window index's scored
+// targets and their top ids (k per target, largest first); ok is false
+// when the store has no exact targets (version 1, llama.cpp's own files)
+// or does not hold the window.
+func (s *Store) Targets(index int) (nll []float64, top []int32, k int, ok bool, err error) {
+	off, ok := s.tgtOff[index]
+	if !ok {
+		return nil, nil, 0, false, nil
+	}
+	w := s.wins[index]
+	k = s.h.TargetTopK
+	n := w.targets()
+	buf := make([]byte, int64(n)*targetBytes(k))
+	if got, rerr := s.f.ReadAt(buf, off); got < len(buf) {
+		return nil, nil, 0, false, fmt.Errorf("reading %s: exact targets of window %d: %d of %d bytes: %v", s.path, index, got, len(buf), rerr)
+	}
+	nll = make([]float64, n)
+	for i := range nll {
+		nll[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	top = make([]int32, n*k)
+	for i := range top {
+		top[i] = int32(binary.LittleEndian.Uint32(buf[8*n+4*i:]))
+	}
+	return nll, top, k, true, nil
 }
 
 // Header returns the store's header (for the llamacpp container without a

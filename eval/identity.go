@@ -50,6 +50,12 @@ type Identity struct {
 
 	// Shard is "I/N" for a sharded run, "" for a whole run.
 	Shard string `json:"shard"`
+
+	// AllowUnusedTensors and UnusedTensors: --allow-unused-tensors and the
+	// tensors the backend left unused (absent otherwise, so that journals
+	// written before them still match).
+	AllowUnusedTensors bool     `json:"allow_unused_tensors,omitempty"`
+	UnusedTensors      []string `json:"unused_tensors,omitempty"`
 }
 
 // Canonical returns the identity as JSON with sorted keys at every level.
@@ -166,13 +172,22 @@ func flatten(prefix string, v any, out map[string]string) {
 	out[prefix] = string(b)
 }
 
+// reduceBootstrap maps --bootstrap (0 = off; negative, as before, off too)
+// to ReduceOptions.Bootstrap (< 0 = off).
+func reduceBootstrap(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
 // Reduce reduces window results (in any order) and fills the result's
 // descriptive fields from the run identity. Evaluate, resumed runs and
 // merged shards all end here, so they write the same result.
 func Reduce(results []compare.WindowResult, id *Identity) (compare.Result, error) {
 	res, err := compare.Reduce(results, compare.ReduceOptions{
 		Method: compare.Method(id.Data.Method), Words: id.Words, Bytes: id.Bytes, KLMode: id.KLMode, TopK: id.TopK,
-		Bootstrap: id.Bootstrap, Seed: id.Seed, Ctx: id.Data.Ctx, Stride: id.Data.Stride,
+		Bootstrap: reduceBootstrap(id.Bootstrap), Seed: id.Seed, Ctx: id.Data.Ctx, Stride: id.Data.Stride,
 	})
 	if err != nil {
 		return res, err
@@ -182,6 +197,7 @@ func Reduce(results []compare.WindowResult, id *Identity) (compare.Result, error
 	res.Method, res.Ctx, res.Stride, res.Rows = id.Data.Method, id.Data.Ctx, id.Data.Stride, id.Data.Rows
 	res.Data, res.DataSpecHash, res.TokensHash = id.Data, id.DataSpecHash, id.Data.TokensHash
 	res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format
+	res.AllowUnusedTensors, res.UnusedTensors = id.AllowUnusedTensors, id.UnusedTensors
 	if res.KLD != nil && id.KLBaseKey != "" {
 		res.KLD.BaseFormat = id.KLBaseFormat
 		res.KLD.BaseKey = id.KLBaseKey

@@ -47,6 +47,10 @@ type Source struct {
 type Vocabulary struct {
 	Size     int
 	BOS, EOS int
+	// Dir is the model directory: its config.json and generation_config.json
+	// are checked against the tokenizer (tokenizer.CheckModel: id range,
+	// BOS/EOS/PAD ids). "" checks the id range only.
+	Dir string
 }
 
 // PrepareOptions say how to turn a Source into windows.
@@ -143,7 +147,11 @@ func load(ctx context.Context, o PrepareOptions) (*Data, error) {
 		if needTok {
 			d.Spec.Tokenizer = o.Tokenizer
 		}
-		if tv := tok.VocabSize(); o.Model.Size > 0 && tv > o.Model.Size {
+		if o.Model.Dir != "" && o.Model.Size > 0 {
+			if err := tok.CheckModel(o.Tokenizer, o.Model.Dir, o.Model.Size); err != nil {
+				return nil, dataErr(err)
+			}
+		} else if tv := tok.VocabSize(); o.Model.Size > 0 && tv > o.Model.Size {
 			return nil, dataErr(fmt.Errorf("%s has %d token ids but config.json's vocab_size is %d: the tokenizer does not belong to this model", tokenizerFile(o.Tokenizer), tv, o.Model.Size))
 		}
 		if b, ok := tok.BOS(); ok {

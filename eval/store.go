@@ -38,6 +38,7 @@ func CreateBaseStore(o BaseStore, ws []backends.Window, tokens []int32, spec com
 		Container: container, Encoding: o.Encoding, Vocab: o.Vocab, KLMode: o.KLMode, KLRows: klRows,
 		DataSpecHash: specHash, ModelHash: o.ModelHash, TokensHash: spec.TokensHash,
 		Method: spec.Method, Ctx: spec.Ctx, Stride: spec.Stride, Rows: spec.Rows, Windows: layout,
+		TargetTopK: compare.StoreTopK, // the base run's exact NLL and top ids (store version 2)
 	}
 	return compare.CreateStore(o.Path, h, tokens)
 }

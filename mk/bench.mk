@@ -20,9 +20,14 @@ BENCH_OUT ?= bin/bench.txt
 QPPL_BENCH_MODEL_DIR ?=
 export QPPL_BENCH_MODEL_DIR
 
-BENCH_TARGETS += bench-reference
+# Set QPPL_BENCH_ANCHOR_DIR to keep the anchor's generated models (the 1B
+# W4A16 one takes minutes to write) across runs.
+QPPL_BENCH_ANCHOR_DIR ?=
+BENCH_ANCHOR_FLAGS ?=
 
-.PHONY: bench bench-reference
+BENCH_TARGETS += bench-reference bench-anchor
+
+.PHONY: bench bench-reference bench-anchor
 
 bench:
 	@mkdir -p $(dir $(BENCH_OUT)) && : > $(BENCH_OUT)
@@ -34,6 +39,15 @@ bench:
 # SmolLM2-135M (vocab 49152, hidden 576, 30 layers, 9/3 heads, 1536).
 bench-reference:
 	$(GO) test -run '^$$' -bench 'BenchmarkForward_SmolLM2Shaped_T512' -benchtime=1x -count=1 ./reference | tee -a $(BENCH_OUT)
+
+# Whole-process `qppl eval` of one 512-token window against the PyTorch
+# float64 + OpenBLAS anchor of ../shared/bench, interleaved (torch, qppl)
+# pairs, for a SmolLM2-135M-shaped BF16 model (ratio x_torch) and a
+# Llama-3.2-1B-shaped W4A16 model (hidden 2048, 16 layers, vocab 128256):
+# tokens/s, GFLOP/s, % of the machine's float64 peak, peak RSS. Without
+# python3-torch the torch rows are skipped with a message.
+bench-anchor: build
+	$(GO) run ./internal/benchanchor -qppl $(BIN) -shared ../shared $(if $(QPPL_BENCH_ANCHOR_DIR),-dir $(QPPL_BENCH_ANCHOR_DIR)) $(BENCH_ANCHOR_FLAGS) | tee -a $(BENCH_OUT)
 
 # Formats `go test -bench` result lines as a table: one row per benchmark,
 # one column per unit (s/op first, then custom metrics in order of first

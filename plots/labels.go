@@ -2,6 +2,8 @@ package plots
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -111,14 +113,17 @@ type layoutParams struct {
 // positions adjacent to the marker (right, left, above, below, then the
 // diagonals), then rings of 16 directions at increasing distance. A
 // candidate is admissible when it lies inside bounds and overlaps no placed
-// label or fixed obstacle (with Pad clearance) and no point marker. The first admissible
-// candidate that crosses none of the polylines (segs) and whose leader line
-// crosses no placed label or leader line wins; failing that, the admissible candidate with
-// the fewest such crossings; failing that, the candidate with the least
-// overlap (marked Overlaps).
+// label or fixed obstacle (with Pad clearance) and no point marker. Among
+// admissible candidates the cheapest wins (the first with cost 0): a label
+// that would read as another point's (an adjacent label not clearly nearest
+// its own marker, a displaced label near another marker, a leader crossing
+// or running close to another leader, a label, a marker or along a line)
+// costs conflictCost; crossing a line costs a little; a leader costs a
+// little more with distance. Failing any admissible candidate, the one with
+// the least overlap is taken (marked Overlaps). Labels left in a conflict
+// are placed first in another round, kept when that lowers the total cost.
 func placeLabels(in []labelInput, bounds rect, segs []segment, fixed []rect, p layoutParams) []placement {
 	n := len(in)
-	out := make([]placement, n)
 	markers := make([]rect, n)
 	for i, l := range in {
 		markers[i] = rect{l.X - p.MarkerR, l.Y - p.MarkerR, l.X + p.MarkerR, l.Y + p.MarkerR}
@@ -145,83 +150,338 @@ func placeLabels(in []labelInput, bounds rect, segs []segment, fixed []rect, p l
 		return in[i].Y < in[j].Y
 	})
 
+	// Labels left in a conflict (reading as another point's, or crossing)
+	// are placed first in another round, while that lowers the total.
+	best, bestCost := placeOnce(in, order, markers, bounds, segs, fixed, p)
+	for round := 0; round < 3; round++ {
+		var first, rest []int
+		for _, i := range order {
+			if best.cost[i] >= conflictCost || best.out[i].Overlaps {
+				first = append(first, i)
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		if len(first) == 0 {
+			break
+		}
+		order = append(first, rest...)
+		r, c := placeOnce(in, order, markers, bounds, segs, fixed, p)
+		if c >= bestCost {
+			break
+		}
+		best, bestCost = r, c
+	}
+	if bestCost >= conflictCost {
+		return improve(in, best.out, markers, bounds, segs, fixed, p)
+	}
+	return best.out
+}
+
+// placeRound is the outcome of one placement round: the placements and
+// the soft cost of each.
+type placeRound struct {
+	out  []placement
+	cost []float64
+}
+
+// placeOnce places the labels greedily in the given order and returns the
+// result and its total cost (an overlap counts as 10 conflicts).
+func placeOnce(in []labelInput, order []int, markers []rect, bounds rect, segs []segment, fixed []rect, p layoutParams) (placeRound, float64) {
+	out := make([]placement, len(in))
+	costs := make([]float64, len(in))
 	placed := append([]rect(nil), fixed...)
 	var leaders []segment
 	for _, i := range order {
-		l := in[i]
-		best, bestCost, bestSoft := rect{}, math.Inf(1), math.Inf(1)
-		bestLeader := false
-		found := false
-		for k, c := range candidates(l, p) {
-			box := c.box
-			// Hard constraints, measured as overlap area.
-			hard := 0.0
-			if !inside(box, bounds) {
-				hard += box.w()*box.h() - overlap(box, bounds) + 1
-			}
-			for _, q := range placed {
-				hard += overlap(box, q.inflate(p.Pad))
-			}
-			for _, m := range markers {
-				hard += overlap(box, m)
-			}
-			if hard > 0 {
-				// Inadmissible: only kept as a fallback when nothing fits.
-				if !found && hard < bestCost {
-					best, bestCost, bestLeader = box, hard, c.leader
-				}
-				continue
-			}
-			soft := 0.0
-			for _, s := range segs {
-				if segHitsRect(s, box.inflate(-0.5)) {
-					soft++
-				}
-			}
-			for _, ld := range leaders {
-				if segHitsRect(ld, box) {
-					soft += 2
-				}
-			}
-			// Ambiguity: another point about as close to an adjacent label
-			// as its own point.
-			if !c.leader {
-				own := rectDist(box, l.X, l.Y)
-				for j, q := range in {
-					if j != i && rectDist(box, q.X, q.Y) < own+2 {
-						soft += 0.5
-					}
-				}
-			}
-			if c.leader {
-				ls := leaderSegment(l.X, l.Y, box)
-				for _, q := range placed {
-					if segHitsRect(ls, q) {
-						soft += 2
-					}
-				}
-				for _, ld := range leaders {
-					if segsCross(ls, ld) {
-						soft += 2
-					}
-				}
-				soft += 0.3 + 0.01*float64(k) // a leader costs; nearer rings first
-			}
-			if !found || soft < bestSoft {
-				best, bestSoft, bestLeader, found = box, soft, c.leader, true
-			}
-			if soft == 0 {
-				break
-			}
-		}
-		out[i] = placement{Box: best, Leader: bestLeader, Overlaps: !found}
-		placed = append(placed, best)
-		if bestLeader {
-			leaders = append(leaders, leaderSegment(l.X, l.Y, best))
+		out[i], costs[i] = placeOne(in, i, markers, bounds, segs, placed, leaders, p)
+		placed = append(placed, out[i].Box)
+		if out[i].Leader {
+			leaders = append(leaders, leaderSegment(in[i].X, in[i].Y, out[i].Box))
 		}
 	}
-	return out
+	total := 0.0
+	for _, c := range costs {
+		total += c
+	}
+	return placeRound{out, costs}, total
 }
+
+// placeOne returns the best position of label i among the obstacles
+// (placed labels, their leaders) and its cost (10 conflicts when it
+// overlaps something).
+func placeOne(in []labelInput, i int, markers []rect, bounds rect, segs []segment, placed []rect, leaders []segment, p layoutParams) (placement, float64) {
+	l := in[i]
+	best, bestCost, bestSoft := rect{}, math.Inf(1), math.Inf(1)
+	bestLeader, found := false, false
+	for k, c := range candidates(l, p) {
+		hard, soft := evalCand(in, i, k, c, markers, bounds, segs, placed, leaders, p, bestSoft)
+		if hard > 0 {
+			// Inadmissible: only kept as a fallback when nothing fits.
+			if !found && hard < bestCost {
+				best, bestCost, bestLeader = c.box, hard, c.leader
+			}
+			continue
+		}
+		if !found || soft < bestSoft {
+			best, bestSoft, bestLeader, found = c.box, soft, c.leader, true
+		}
+		if soft == 0 {
+			break
+		}
+	}
+	if !found {
+		bestSoft = 10 * conflictCost
+	}
+	return placement{Box: best, Leader: bestLeader, Overlaps: !found}, bestSoft
+}
+
+// neighbourhood bounds (points) the labels improve moves with a label in
+// conflict.
+const neighbourhood = 150
+
+// improveBudget bounds the work of improve: label placements times
+// labels (each placement weighs every candidate against every label), so
+// that a crowded chart costs about what a small one does.
+const improveBudget = 3000
+
+// maxRuin bounds the labels improve removes around a conflict.
+const maxRuin = 8
+
+// shuffles is the number of seeded random orders improve also tries.
+const shuffles = 12
+
+// evalCand returns the hard cost (overlap area: inadmissible when > 0) and
+// the soft cost of candidate c (the k-th) for label i. It may stop early
+// with any soft cost above bound (a candidate that cannot win).
+func evalCand(in []labelInput, i, k int, c candidate, markers []rect, bounds rect, segs []segment, placed []rect, leaders []segment, p layoutParams, bound float64) (hard, soft float64) {
+	l := in[i]
+	box := c.box
+	if !inside(box, bounds) {
+		hard += box.w()*box.h() - overlap(box, bounds) + 1
+	}
+	for _, q := range placed {
+		hard += overlap(box, q.inflate(p.Pad))
+	}
+	for _, m := range markers {
+		hard += overlap(box, m)
+	}
+	if hard > 0 {
+		return hard, 0
+	}
+	for _, s := range segs {
+		if segHitsRect(s, box.inflate(-0.5)) {
+			soft++
+		}
+	}
+	for _, ld := range leaders {
+		if segHitsRect(ld, box.inflate(leaderClear)) {
+			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
+		}
+	}
+	// Ambiguity: another point about as close to an adjacent label as its
+	// own point (the label would read as that point's): a leader is better.
+	if !c.leader {
+		// The label attaches where it is nearest its marker; another marker
+		// must be clearly farther from that point, and farther from the
+		// box than its own.
+		own := rectDist(box, l.X, l.Y)
+		ax := math.Max(box.MinX, math.Min(l.X, box.MaxX))
+		ay := math.Max(box.MinY, math.Min(l.Y, box.MaxY))
+		for j, q := range in {
+			if j != i && (rectDist(box, q.X, q.Y) < own+2 || math.Hypot(q.X-ax, q.Y-ay) < own+ambiguityMargin) {
+				soft += conflictCost
+				if soft > bound {
+					return 0, soft
+				}
+			}
+		}
+		return 0, soft
+	}
+	ls := leaderSegment(l.X, l.Y, box)
+	for _, q := range placed {
+		if segHitsRect(ls, q.inflate(leaderClear)) {
+			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
+		}
+	}
+	for _, ld := range leaders {
+		if segsCross(ls, ld) || segDist(ls, ld) < leaderClear {
+			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
+		}
+	}
+	for j, m := range markers {
+		if j != i && segHitsRect(ls, m.inflate(leaderClear)) {
+			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
+		}
+		// A displaced label near another marker reads as that marker's.
+		if j != i && rectDist(box, in[j].X, in[j].Y) < nearMarker {
+			soft += conflictCost
+			if soft > bound {
+				return 0, soft
+			}
+		}
+	}
+	mx, my := (ls.X0+ls.X1)/2, (ls.Y0+ls.Y1)/2
+	for _, s := range segs {
+		switch {
+		case segDist(segment{mx, my, mx, my}, s) < leaderClear || segDist(segment{ls.X1, ls.Y1, ls.X1, ls.Y1}, s) < leaderClear:
+			soft += conflictCost // running along a line: unreadable
+		case segsCross(ls, s):
+			soft += 3
+		}
+	}
+	soft += 0.3 + 0.01*float64(k) // a leader costs; nearer rings first
+	return 0, soft
+}
+
+// totalCost evaluates every label of r against all the others.
+func totalCost(in []labelInput, r []placement, markers []rect, bounds rect, segs []segment, fixed []rect, p layoutParams) (float64, []float64) {
+	costs := make([]float64, len(in))
+	total := 0.0
+	for i := range in {
+		placed := append([]rect(nil), fixed...)
+		var leaders []segment
+		for j := range in {
+			if j == i {
+				continue
+			}
+			placed = append(placed, r[j].Box)
+			if r[j].Leader {
+				leaders = append(leaders, leaderSegment(in[j].X, in[j].Y, r[j].Box))
+			}
+		}
+		hard, soft := evalCand(in, i, 0, candidate{r[i].Box, r[i].Leader}, markers, bounds, segs, placed, leaders, p, math.Inf(1))
+		if hard > 0 {
+			soft = 10 * conflictCost
+		}
+		if r[i].Leader {
+			soft -= 0.3 // the ring index is not known here; leaders still cost
+		}
+		costs[i] = soft
+		total += soft
+	}
+	return total, costs
+}
+
+// improve re-places the neighbourhood of a label in conflict ("ruin and
+// recreate"): the labels whose points lie within neighbourhood of it are
+// removed and placed again greedily among the others, in several orders
+// (each of them first, then by distance; and the reverse); a result is
+// kept when the total cost drops.
+func improve(in []labelInput, r []placement, markers []rect, bounds rect, segs []segment, fixed []rect, p layoutParams) []placement {
+	cur := append([]placement(nil), r...)
+	total, costs := totalCost(in, cur, markers, bounds, segs, fixed, p)
+	budget := improveBudget // placeOne calls: bounds the time on crowded charts
+	for pass := 0; pass < 4 && budget > 0; pass++ {
+		better := false
+		for i := range in {
+			if costs[i] < conflictCost {
+				continue
+			}
+			var near []int
+			for j := range in {
+				if math.Hypot(in[j].X-in[i].X, in[j].Y-in[i].Y) <= neighbourhood {
+					near = append(near, j)
+				}
+			}
+			sort.SliceStable(near, func(a, b int) bool {
+				da := math.Hypot(in[near[a]].X-in[i].X, in[near[a]].Y-in[i].Y)
+				db := math.Hypot(in[near[b]].X-in[i].X, in[near[b]].Y-in[i].Y)
+				return da < db
+			})
+			near = near[:min(len(near), maxRuin)]
+			removed := map[int]bool{}
+			for _, j := range near {
+				removed[j] = true
+			}
+			var orders [][]int
+			for k := range near {
+				o := append([]int{near[k]}, near[:k]...)
+				orders = append(orders, append(o, near[k+1:]...))
+			}
+			rev := append([]int(nil), near...)
+			slices.Reverse(rev)
+			orders = append(orders, rev)
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(pass)))
+			for range shuffles {
+				o := append([]int(nil), near...)
+				rng.Shuffle(len(o), func(a, b int) { o[a], o[b] = o[b], o[a] })
+				orders = append(orders, o)
+			}
+			for _, order := range orders {
+				if budget -= len(order) * len(in); budget < 0 {
+					break
+				}
+				try := append([]placement(nil), cur...)
+				placed := append([]rect(nil), fixed...)
+				var leaders []segment
+				for q := range in {
+					if !removed[q] {
+						placed = append(placed, cur[q].Box)
+						if cur[q].Leader {
+							leaders = append(leaders, leaderSegment(in[q].X, in[q].Y, cur[q].Box))
+						}
+					}
+				}
+				for _, q := range order {
+					try[q], _ = placeOne(in, q, markers, bounds, segs, placed, leaders, p)
+					placed = append(placed, try[q].Box)
+					if try[q].Leader {
+						leaders = append(leaders, leaderSegment(in[q].X, in[q].Y, try[q].Box))
+					}
+				}
+				if t, c := totalCost(in, try, markers, bounds, segs, fixed, p); t < total-1e-9 {
+					cur, total, costs, better = try, t, c, true
+				}
+			}
+		}
+		if !better {
+			break
+		}
+	}
+	return cur
+}
+
+// leaderClear is the clearance (points) a leader keeps from other leaders
+// and markers; nearMarker is how close (points) a displaced label may come
+// to a marker that is not its own.
+// An adjacent label must be ambiguityMargin points nearer its own marker
+// than any other.
+const (
+	leaderClear     = 3
+	nearMarker      = 14
+	ambiguityMargin = 10
+)
+
+// segDist is the smallest distance between two segments that do not cross.
+func segDist(a, b segment) float64 {
+	pd := func(px, py float64, s segment) float64 {
+		dx, dy := s.X1-s.X0, s.Y1-s.Y0
+		l2 := dx*dx + dy*dy
+		t := 0.0
+		if l2 > 0 {
+			t = math.Max(0, math.Min(1, ((px-s.X0)*dx+(py-s.Y0)*dy)/l2))
+		}
+		return math.Hypot(px-(s.X0+t*dx), py-(s.Y0+t*dy))
+	}
+	return math.Min(math.Min(pd(a.X0, a.Y0, b), pd(a.X1, a.Y1, b)), math.Min(pd(b.X0, b.Y0, a), pd(b.X1, b.Y1, a)))
+}
+
+// conflictCost is the cost of a label that reads as another point's (an
+// adjacent label nearer another marker, a leader crossing a label, another
+// leader or another marker): any position without one is preferred.
+const conflictCost = 100
 
 type candidate struct {
 	box    rect
@@ -245,7 +505,7 @@ func candidates(l labelInput, p layoutParams) []candidate {
 		{at(l.X-d*0.7-l.W/2, l.Y-d*0.7-l.H/2), false}, // lower left
 	}
 	// 16 directions, alternating sides so that no side is favoured.
-	dirs := [16]float64{0, 180, 90, 270, 45, 135, 225, 315, 22.5, 157.5, 202.5, 337.5, 67.5, 112.5, 247.5, 292.5}
+	dirs := []float64{0, 180, 90, 270, 45, 135, 225, 315, 22.5, 157.5, 202.5, 337.5, 67.5, 112.5, 247.5, 292.5}
 	for r := 1; r <= p.Rings; r++ {
 		R := d + float64(r)*p.Step
 		for _, deg := range dirs {

@@ -29,6 +29,11 @@ type Model struct {
 	// 99 at least.
 	KLDQuantiles []Quantile
 	IsBase       bool // the KL reference model (drawn in grey; KLD 0)
+	// Act names the activation quantization ("" = none, weights only):
+	// family lines join only points with the same Act, so that a W4A16
+	// and a W4A4 of one format are not drawn as one trade-off curve. When
+	// empty, a "WnAm" word of the label with m < 16 gives it.
+	Act string
 	// PPLLo/PPLHi and KLDLo/KLDHi are interval ends for error bars
 	// (Options.ErrorBars); equal ends mean none.
 	PPLLo, PPLHi float64
@@ -190,8 +195,34 @@ type series struct {
 	Points []point
 }
 
+// actKey is the activation scheme of a model for family lines: m.Act, or
+// "a<m>" from a "W<n>A<m>" word of the label with m < 16; "" = weights only.
+func actKey(m Model) string {
+	if m.Act != "" {
+		return m.Act
+	}
+	text, _, _ := splitLabel(m.Label)
+	for _, w := range strings.Fields(strings.ToUpper(text)) {
+		i := strings.IndexByte(w, 'A')
+		if len(w) < 4 || w[0] != 'W' || i < 2 || i == len(w)-1 {
+			continue
+		}
+		wb, errW := strconv.Atoi(w[1:i])
+		ab, errA := strconv.Atoi(w[i+1:])
+		if errW != nil || errA != nil || wb <= 0 {
+			continue
+		}
+		if ab < 16 {
+			return "a" + w[i+1:]
+		}
+		return ""
+	}
+	return ""
+}
+
 // point is one drawable model.
 type point struct {
+	Act    string // activation scheme (actKey): lines join equal ones
 	Text   string // label without the tag
 	X, Y   float64
 	Lo, Hi float64 // error bar ends; Lo == Hi: none

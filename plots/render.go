@@ -53,6 +53,9 @@ type Report struct {
 	Dropped  []string // "label: reason" for each model not drawn
 	Overlaps int      // labels that could not be placed without overlap
 	Clamped  []string // kld-dist: values drawn at the axis floor
+	// AutoLogY: the values span more than two decades, so the value axis
+	// was made logarithmic although Options.LogY was false.
+	AutoLogY bool
 }
 
 // ParseMask splits compare_q's "A;B" mask syntax.
@@ -211,6 +214,7 @@ type chart struct {
 	key             []keyEntry // kld-dist: what the box elements mean
 	plot            *plot.Plot
 	ylabel          string // drawn by chart.draw, not by gonum
+	ylabelNote      string // drawn after ylabel, e.g. "(log scale)"
 	height          vg.Length
 	body            interface{ overlapCount() int }
 }
@@ -265,7 +269,17 @@ func (ch *chart) draw(c draw.Canvas, th theme) {
 		st := th.style(12, false, th.ink)
 		st.XAlign, st.YAlign = draw.XCenter, draw.YTop
 		st.Rotation = math.Pi / 2
-		c.FillText(st, vg.Point{X: area.Min.X, Y: (area.Min.Y + area.Max.Y) / 2}, th.str(ch.ylabel))
+		mid := (area.Min.Y + area.Max.Y) / 2
+		label := th.str(ch.ylabel)
+		if ch.ylabelNote != "" {
+			// The note is its own text, after the label on the same line.
+			note := th.str(ch.ylabelNote)
+			space := st.Width(" ")
+			w1, w2 := st.Width(label), st.Width(note)
+			c.FillText(st, vg.Point{X: area.Min.X, Y: mid + (w1+space)/2}, note)
+			mid -= (w2 + space) / 2
+		}
+		c.FillText(st, vg.Point{X: area.Min.X, Y: mid}, label)
 		area = draw.Crop(area, st.Height(ch.ylabel)+vg.Points(8), 0, 0, 0)
 	}
 	ch.plot.Draw(area)

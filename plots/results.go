@@ -1,15 +1,42 @@
 package plots
 
-import "github.com/qppl/qppl/compare"
+import (
+	"path/filepath"
+	"strings"
 
-// FromResult converts one compare result into a chart point. isBase marks
-// the KL reference of its run.
+	"github.com/qppl/qppl/compare"
+)
+
+// ResultLabel is a result's name on a chart: its label, else (no label,
+// or the label a result set loader defaulted to the model path: an eval
+// JSON written without --label) the last element of its model path, never
+// a full path.
+func ResultLabel(r compare.Result) string {
+	if (r.Label != "" && r.Label != r.Model) || r.Model == "" {
+		return r.Label
+	}
+	return filepath.Base(filepath.Clean(r.Model))
+}
+
+// formatAct returns the activation part of a result's format: what follows
+// "+a-" (e.g. "fp8-token" in "fp8-channel+a-fp8-token"), "" for weight-only
+// formats.
+func formatAct(format string) string {
+	if _, act, ok := strings.Cut(format, "+a-"); ok {
+		return act
+	}
+	return ""
+}
+
+// FromResult converts one compare result into a chart point labelled
+// r.Label (r.Model when empty; callers that plot files give ResultLabel).
+// isBase marks the KL reference of its run.
 func FromResult(r compare.Result, isBase bool) Model {
 	label := r.Label
 	if label == "" {
 		label = r.Model
 	}
-	m := Model{Label: label, BPW: r.BPWLayer, VRAMGB: r.VRAMGB, PPL: r.PPL, IsBase: isBase}
+	m := Model{Label: label, BPW: r.BPWLayer, VRAMGB: r.VRAMGB, PPL: r.PPL, IsBase: isBase, Act: formatAct(r.Format)}
 	// PPL interval: the window bootstrap when present (overlapping windows
 	// make the per-token SE optimistic), else ±1.96 SE.
 	if b := r.PPLBootstrap; b != nil && b.Lo <= r.PPL && r.PPL <= b.Hi {

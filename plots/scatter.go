@@ -27,6 +27,10 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 			ref = &refLine{Y: m.PPL, Text: txt + " (base) " + formatValue(m.PPL)}
 		}
 	}
+	if !o.LogY && autoLog(models, o) {
+		o.LogY = true
+		rep.AutoLogY = true
+	}
 	for i, m := range models {
 		txt, fam, tag := splitLabel(m.Label)
 		if !keep(m.Label, o.Mask) {
@@ -81,7 +85,7 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		if tag != "" {
 			c, _ = namedColour(tag)
 		}
-		s.Points = append(s.Points, point{Text: txt, X: x, Y: y, Lo: lo, Hi: hi, Model: i, Colour: c})
+		s.Points = append(s.Points, point{Act: actKey(m), Text: txt, X: x, Y: y, Lo: lo, Hi: hi, Model: i, Colour: c})
 	}
 	if len(fams) == 0 {
 		return nil, rep, fmt.Errorf("plot: no model has a plottable %s value (%d given, %d dropped)", o.Y, len(models), len(rep.Dropped))
@@ -109,9 +113,6 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 	if o.Y == YKLD {
 		ylabel = LabelKLD
 	}
-	if o.LogY {
-		ylabel += " (log scale)"
-	}
 	p := newPlot(th, xlabel, "")
 	p.X.Min, p.X.Max = padRange(xmin, xmax, 0.06, 0.08, false)
 	p.Y.Min, p.Y.Max = padRange(ymin, ymax, 0.07, 0.10, o.LogY)
@@ -121,6 +122,8 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
 	}
+	// The lowest point must not sit below the lowest labelled tick.
+	p.Y.Min = coverLow(p.Y.Tick.Marker, p.Y.Min, p.Y.Max, ymin, o.LogY)
 	sc := &scatterBody{series: fams, th: th, ref: ref}
 	p.Add(gridPlotter{th.grid}, sc)
 
@@ -129,10 +132,94 @@ func scatterChart(models []Model, o Options, th theme) (*chart, Report, error) {
 		title = DefaultTitle(o.X, o.Y)
 	}
 	ch := &chart{title: title, subtitle: o.Subtitle, plot: p, ylabel: ylabel, height: 8 * vg.Inch, body: sc}
+	if o.LogY {
+		ch.ylabelNote = "(log scale)"
+	}
 	for _, s := range fams {
-		ch.legend = append(ch.legend, legendEntry{name: s.Family, colour: s.Colour, line: len(s.Points) > 1})
+		ch.legend = append(ch.legend, legendEntry{name: s.Family, colour: s.Colour, line: len(s.lines()) > 0})
 	}
 	return ch, rep, nil
+}
+
+// lines returns the family's trade-off curves: its points grouped by
+// activation scheme (points that differ only in weight bits), in x order,
+// groups of at least two points, in order of their first point.
+func (s *series) lines() [][]int {
+	var keys []string
+	groups := map[string][]int{}
+	for i, p := range s.Points {
+		if _, ok := groups[p.Act]; !ok {
+			keys = append(keys, p.Act)
+		}
+		groups[p.Act] = append(groups[p.Act], i)
+	}
+	var out [][]int
+	for _, k := range keys {
+		if len(groups[k]) > 1 {
+			out = append(out, groups[k])
+		}
+	}
+	return out
+}
+
+// autoLogDecades is the span of values (max/min, in decades) beyond which
+// a chart's value axis is logarithmic without Options.LogY: on a linear
+// axis the smaller values would all sit on the floor.
+const autoLogDecades = 2
+
+// autoLog reports whether the positive values the chart would draw span
+// more than autoLogDecades decades.
+func autoLog(models []Model, o Options) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, m := range models {
+		if !keep(m.Label, o.Mask) {
+			continue
+		}
+		y := m.PPL
+		if o.Y == YKLD {
+			if !m.HasKLD {
+				continue
+			}
+			y = m.KLD
+		}
+		if !finite(y) || y <= 0 || (o.MaxY > 0 && y > o.MaxY) {
+			continue
+		}
+		lo, hi = math.Min(lo, y), math.Max(hi, y)
+	}
+	return hi > 0 && lo > 0 && math.Log10(hi/lo) > autoLogDecades
+}
+
+// coverLow lowers an axis minimum so that the lowest labelled tick is at or
+// below low (the lowest value drawn): no point sits below the last number
+// of the axis.
+func coverLow(m plot.Ticker, min, max, low float64, log bool) float64 {
+	for range 8 {
+		var labelled []float64
+		for _, t := range m.Ticks(min, max) {
+			if t.Label != "" && t.Value >= min && t.Value <= max {
+				labelled = append(labelled, t.Value)
+			}
+		}
+		if len(labelled) > 0 && labelled[0] <= low*(1+1e-12) {
+			return min
+		}
+		var next float64
+		switch {
+		case log && low > 0:
+			next = math.Pow(10, math.Floor(math.Log10(low)))
+		case len(labelled) >= 2:
+			step := labelled[1] - labelled[0]
+			next = math.Floor(low/step) * step
+		default:
+			return min
+		}
+		if !(next < min) {
+			return min
+		}
+		min = next
+	}
+	return min
 }
 
 // refLine is a horizontal reference line with a caption at its right end.
@@ -147,6 +234,12 @@ type scatterBody struct {
 	th     theme
 	ref    *refLine    // the base model's value, drawn across the chart
 	placed []placement // after Plot, for tests and Report
+	// After Plot, for tests: every marker's centre (series order, then
+	// point order; the order of placed), its data position, and the data
+	// area, in canvas points.
+	markers []vg.Point
+	data    []vg.Point
+	area    rect
 }
 
 func (b *scatterBody) overlapCount() int {
@@ -165,31 +258,53 @@ const (
 )
 
 func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
-	tx, ty := plt.Transforms(&c)
+	tx0, ty := plt.Transforms(&c)
 	th := b.th
-	// Dotted lines joining each family, sorted by x.
+	// Marker centres: the data positions, with markers that would hide one
+	// another moved apart sideways (dodge) so that every one is visible.
+	var data []vg.Point
+	for _, s := range b.series {
+		for _, p := range s.Points {
+			data = append(data, vg.Point{X: tx0(p.X), Y: ty(p.Y)})
+		}
+	}
+	area := rect{float64(c.Min.X), float64(c.Min.Y), float64(c.Max.X), float64(c.Max.Y)}
+	at := dodge(data, 2*markerR+1, area.inflate(-(markerR + 1.5)))
+	b.markers, b.data, b.area = at, data, area
+	pos := map[*point]vg.Point{}
+	k := 0
+	for _, s := range b.series {
+		for i := range s.Points {
+			pos[&s.Points[i]] = at[k]
+			k++
+		}
+	}
+	tx := func(p *point) vg.Length { return pos[p].X }
+
+	// Dotted lines joining each family's points of one activation scheme,
+	// sorted by x.
 	var segs []segment
 	for _, s := range b.series {
-		if len(s.Points) < 2 {
-			continue
-		}
-		pts := make([]vg.Point, len(s.Points))
-		for i, p := range s.Points {
-			pts[i] = vg.Point{X: tx(p.X), Y: ty(p.Y)}
-			if i > 0 {
-				segs = append(segs, segment{float64(pts[i-1].X), float64(pts[i-1].Y), float64(pts[i].X), float64(pts[i].Y)})
+		for _, line := range s.lines() {
+			pts := make([]vg.Point, len(line))
+			for i, j := range line {
+				pts[i] = pos[&s.Points[j]]
+				if i > 0 {
+					segs = append(segs, segment{float64(pts[i-1].X), float64(pts[i-1].Y), float64(pts[i].X), float64(pts[i].Y)})
+				}
 			}
+			c.StrokeLines(draw.LineStyle{Color: s.Colour, Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(1.5), vg.Points(3)}}, pts)
 		}
-		c.StrokeLines(draw.LineStyle{Color: s.Colour, Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(1.5), vg.Points(3)}}, pts)
 	}
 
 	// Error bars (with caps), obstacles for the labels like the lines.
 	for _, s := range b.series {
-		for _, p := range s.Points {
+		for i := range s.Points {
+			p := &s.Points[i]
 			if p.Lo == p.Hi {
 				continue
 			}
-			x, y0, y1 := tx(p.X), ty(p.Lo), ty(p.Hi)
+			x, y0, y1 := tx(p), ty(p.Lo), ty(p.Hi)
 			st := draw.LineStyle{Color: s.Colour, Width: vg.Points(1)}
 			capW := vg.Points(3.5)
 			c.StrokeLine2(st, x, y0, x, y1)
@@ -228,11 +343,9 @@ func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
 					cost++
 				}
 			}
-			for _, s := range b.series {
-				for _, p := range s.Points {
-					px, py := float64(tx(p.X)), float64(ty(p.Y))
-					cost += 100 * overlap(r, rect{px - markerR - 2, py - markerR - 2, px + markerR + 2, py + markerR + 2})
-				}
+			for _, m := range at {
+				px, py := float64(m.X), float64(m.Y)
+				cost += 100 * overlap(r, rect{px - markerR - 2, py - markerR - 2, px + markerR + 2, py + markerR + 2})
 			}
 			if cost < bestCost {
 				box, bestCost = r, cost
@@ -247,14 +360,15 @@ func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
 		refs []point
 	)
 	for _, s := range b.series {
-		for _, p := range s.Points {
+		for i := range s.Points {
+			p := &s.Points[i]
 			w := math.Max(float64(nameSt.Width(th.str(p.Text))), float64(valSt.Width(formatValue(p.Y)))) + 4
-			in = append(in, labelInput{X: float64(tx(p.X)), Y: float64(ty(p.Y)), W: w, H: 2*lineH + 2})
-			refs = append(refs, p)
+			in = append(in, labelInput{X: float64(pos[p].X), Y: float64(pos[p].Y), W: w, H: 2*lineH + 2})
+			refs = append(refs, *p)
 		}
 	}
 	bounds := rect{float64(c.Min.X) + 2, float64(c.Min.Y) + 2, float64(c.Max.X) - 2, float64(c.Max.Y) - 2}
-	b.placed = placeLabels(in, bounds, segs, fixed, layoutParams{MarkerR: markerR + 1, Gap: 3, Pad: 2, Rings: 16, Step: lineH * 0.9})
+	b.placed = placeLabels(in, bounds, segs, fixed, layoutParams{MarkerR: markerR + 1, Gap: 3, Pad: 2, Rings: 20, Step: lineH * 0.9})
 
 	// Leader lines under everything else.
 	leader := draw.LineStyle{Color: color.RGBA{0xa0, 0xa4, 0xaa, 0xff}, Width: vg.Points(0.7)}
@@ -282,10 +396,9 @@ func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
 		})
 	}
 	// Points: filled circles with a white rim.
-	for _, p := range refs {
-		at := vg.Point{X: tx(p.X), Y: ty(p.Y)}
-		c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(markerR + 1.2), Shape: draw.CircleGlyph{}}, at)
-		c.DrawGlyph(draw.GlyphStyle{Color: p.Colour, Radius: vg.Points(markerR), Shape: draw.CircleGlyph{}}, at)
+	for i, p := range refs {
+		c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(markerR + 1.2), Shape: draw.CircleGlyph{}}, at[i])
+		c.DrawGlyph(draw.GlyphStyle{Color: p.Colour, Radius: vg.Points(markerR), Shape: draw.CircleGlyph{}}, at[i])
 	}
 	// Label text: name on top, value (bold, in the point's colour) below,
 	// centred in the box, over a translucent white background.
@@ -301,6 +414,46 @@ func (b *scatterBody) Plot(c draw.Canvas, plt *plot.Plot) {
 		v.XAlign, v.YAlign = draw.XCenter, draw.YBottom
 		c.FillText(v, vg.Point{X: cx, Y: vg.Length(box.MinY + 1)}, formatValue(p.Y))
 	}
+}
+
+// dodge returns the marker centres pts moved apart so that no two are
+// closer than minDist, deterministically: overlapping pairs are pushed
+// apart along the line joining them (sideways when they coincide), each by
+// half the shortfall, until none overlaps (or after a bounded number of
+// rounds); centres stay within bounds. Markers that do not overlap do not
+// move.
+func dodge(pts []vg.Point, minDist float64, bounds rect) []vg.Point {
+	out := append([]vg.Point(nil), pts...)
+	for round := 0; round < 200; round++ {
+		moved := false
+		for i := range out {
+			for j := i + 1; j < len(out); j++ {
+				dx, dy := float64(out[j].X-out[i].X), float64(out[j].Y-out[i].Y)
+				d := math.Hypot(dx, dy)
+				if d >= minDist-1e-9 {
+					continue
+				}
+				ux, uy := 1.0, 0.0 // coincident: side by side, i left of j
+				if d > 1e-9 {
+					ux, uy = dx/d, dy/d
+				}
+				h := (minDist - d) / 2
+				out[i].X -= vg.Length(ux * h)
+				out[i].Y -= vg.Length(uy * h)
+				out[j].X += vg.Length(ux * h)
+				out[j].Y += vg.Length(uy * h)
+				moved = true
+			}
+		}
+		for i := range out {
+			out[i].X = vg.Length(math.Min(math.Max(float64(out[i].X), bounds.MinX), bounds.MaxX))
+			out[i].Y = vg.Length(math.Min(math.Max(float64(out[i].Y), bounds.MinY), bounds.MaxY))
+		}
+		if !moved {
+			break
+		}
+	}
+	return out
 }
 
 // DataRange implements plot.DataRanger (axis ranges are set explicitly).

@@ -12,6 +12,7 @@ import (
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/gemm"
 	"github.com/qppl/qppl/quant"
 )
 
@@ -21,6 +22,10 @@ type Options struct {
 	// the attention heads; 0 means runtime.GOMAXPROCS(0). Results are
 	// bit-identical for every value.
 	Threads int
+	// AllowUnusedTensors lets New bind a checkpoint holding tensors the
+	// forward pass and the format do not use; by default New refuses it
+	// with an error wrapping checkpoint.ErrUnused that names them.
+	AllowUnusedTensors bool
 }
 
 // Backend implements backends.Backend, backends.LogProber and
@@ -53,10 +58,26 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
 	}
-	return newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
+	usage := m.TrackUsage()
+	defer usage.Stop()
+	b, err := newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
+	if err != nil {
+		return nil, err
+	}
+	if !opt.AllowUnusedTensors {
+		if err := usage.Check("reference"); err != nil {
+			return nil, fmt.Errorf("reference: %w", err)
+		}
+	}
+	return b, nil
 }
 
 func newBackend(cfg *checkpoint.Config, src source, threads int) (*Backend, error) {
+	return newBackendKernel(cfg, src, threads, gemm.KernelAuto)
+}
+
+// newBackendKernel is newBackend with an explicit gemm kernel (tests).
+func newBackendKernel(cfg *checkpoint.Config, src source, threads int, kernel string) (*Backend, error) {
 	spec, err := arch.For(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
@@ -68,6 +89,9 @@ func newBackend(cfg *checkpoint.Config, src source, threads int) (*Backend, erro
 	mod.threads = threads
 	if mod.threads <= 0 {
 		mod.threads = runtime.GOMAXPROCS(0)
+	}
+	if mod.mul, err = gemm.NewKernel(mod.threads, kernel); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
 	}
 	return &Backend{m: mod}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
+	"github.com/qppl/qppl/gemm"
 )
 
 const benchModelEnv = "QPPL_WRITE_BENCH_MODEL"
@@ -114,6 +115,10 @@ func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
 	// other load; CPU time (all threads) is a steadier measure of the work.
 	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu_s/op")
 	b.ReportMetric(float64(len(toks)*b.N)/b.Elapsed().Seconds(), "tokens/s")
+	flop := be.m.windowFLOP(len(toks), len(toks)-1) * float64(b.N)
+	peak := gemm.MachinePeak()
+	b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(100*flop/b.Elapsed().Seconds()/1e9/peak.GFLOPs(), "%peak")
 	b.ReportMetric(peakRSSMB(), "peakRSS_MB")
 	b.ReportMetric(load.Seconds(), "load_s")
 }
@@ -192,4 +197,19 @@ func BenchmarkMoE_W4A16_PeakRSS(b *testing.B) {
 	b.ReportMetric(float64(st.Size())/(1<<20), "packed_MB")
 	b.ReportMetric(experts/(1<<20), "experts_f64_MB")
 	b.ReportMetric(float64(be.m.scratch*8)/(1<<20), "scratch_MB")
+}
+
+// windowFLOP counts 2× the multiply-adds of one window of T tokens with
+// `scored` head rows: the Linears, attention in 64-row blocks over the keys
+// each block sees (q·kᵀ and p·v), and the head.
+func (m *model) windowFLOP(T, scored int) float64 {
+	d := m.dims
+	hd, kvd := d.H*d.D, d.KV*d.D
+	linear := float64(d.C*hd + 2*d.C*kvd + hd*d.C + 3*d.C*d.I)
+	var att float64
+	for r0 := 0; r0 < T; r0 += 64 {
+		r1 := min(T, r0+64)
+		att += 2 * float64((r1-r0)*r1*d.D)
+	}
+	return 2 * (float64(d.L)*(float64(T)*linear+float64(d.H)*att) + float64(scored*d.V*d.C))
 }

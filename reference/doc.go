@@ -1,6 +1,7 @@
 // Package reference is qppl's ground-truth backend: the Hugging Face
 // transformers causal-LM forward pass (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM, Qwen3ForCausalLM) computed in float64 with gonum.
+// Qwen2ForCausalLM, Qwen3ForCausalLM) computed in float64 with package gemm
+// (matrix products) and package detmath (exp, log, pow, sin/cos).
 //
 // # What it computes
 //
@@ -35,12 +36,15 @@
 // # Layout and precision
 //
 // Every activation is a row-major [T][width] []float64. Every matrix product
-// (the Linears, the lm_head, and per head q·kᵀ and P·v) is computed by gonum
-// BLAS Dgemm calls; everything else (norms, RoPE, softmax, SiLU, log-softmax) is a plain float64
-// loop in a fixed order. Results are deterministic: the same window gives
-// bit-identical output on every run, whatever the number of threads: how
-// each output element is summed depends only on the matrix shapes, never on
-// scheduling (see Threads and speed).
+// (the Linears, the lm_head, and per head q·kᵀ and P·v) is computed by
+// package gemm: each element is one chain of fused multiply-adds in
+// ascending k. Everything else (norms, RoPE, softmax, SiLU, log-softmax) is a
+// float64 loop in a fixed order whose products are explicitly rounded (never
+// fused by the compiler), with detmath's exp/log/sincos. Results are
+// bit-identical on every run, for every number of threads, with the
+// assembly kernels or the pure-Go fallback (QPPL_NOASM=1), on amd64 and
+// arm64 (docs/reference.md; the KL divergence against a base still uses
+// math.Exp and may differ in the last bit between GOARCHes).
 //
 // # Memory
 //
@@ -51,21 +55,22 @@
 // per layer) are decoded once at New. The embedding is never decoded whole:
 // the window's rows are read from the checkpoint file for the input, and a
 // tied head is applied in blocks of about 16 MB of decoded rows
-// (re-read for every 64 scored positions). An untied lm_head is decoded into
+// (re-read for every 128 scored positions). An untied lm_head is decoded into
 // its own V·C·8-byte buffer once per call. Activations take about
-// (4C + 2·H·D + 2·KV·D + 2I + T)·T·8 bytes plus 64·V·8 bytes of logits (the
-// head runs 64 positions at a time). A Backend serialises its calls.
+// (4C + 2·H·D + 2·KV·D + 2I + T)·T·8 bytes plus 128·V·8 bytes of logits (the
+// head runs 128 positions at a time), plus gemm's packed copy of one
+// product's input and one 128×256 packed block of weights per thread. A
+// Backend serialises its calls.
 //
 // # Threads and speed
 //
-// Linear and head products run as tiles of at most 32×128 outputs, each a
-// gonum Dgemm small enough to take gonum's serial path (one full-length dot
-// product per element), spread over Options.Threads goroutines; attention
-// heads are spread the same way. Results are bit-identical for every thread
-// count. About 85% of the time is spent in Dgemm: on the shared 2-core
-// development machine a 512-token window of a SmolLM2-135M-shaped model
-// (≈147 GFLOP) takes ≈18.5 CPU-seconds, ≈8 GFLOP per CPU-second
-// (BenchmarkForward_SmolLM2Shaped_T512, make bench).
+// Linear and head products are spread over Options.Threads goroutines by
+// package gemm (packed panels, a 6×8 AVX2+FMA register-blocked micro-kernel,
+// output blocks handed out dynamically); attention heads are spread the
+// same way, each head's products running on its worker's own gemm engine;
+// log-softmax rows of the head run in parallel. None of this changes a bit
+// of the result. `make bench` measures a whole `qppl eval` process against
+// PyTorch float64 + OpenBLAS on the same window (README, Performance).
 //
 // # Failures
 //

@@ -6,10 +6,9 @@ import (
 	"math"
 	"sync"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-
 	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/detmath"
+	"github.com/qppl/qppl/gemm"
 	"github.com/qppl/qppl/quant"
 )
 
@@ -18,30 +17,30 @@ import (
 // of T tokens.
 type workspace struct {
 	T        int
-	x        []float64   // [T][C] residual stream
-	h        []float64   // [T][C] normed input of the current block; final norm output at the end
-	xin      []float64   // [T][max(C,H·D,I)] copy of a Linear's input for activation quantization
-	q        []float64   // [T][H·D]
-	k, v     []float64   // [T][KV·D]
-	att      []float64   // [T][H·D] attention output before o_proj
-	proj     []float64   // [T][C] o_proj / down_proj output
-	gate, up []float64   // [T][W]: MLP activations (W = I, or wider with experts); router logits
-	moeIn    []float64   // [T][C] rows routed to one expert (MoE models only)
-	fused    []float64   // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
-	moeOut   []float64   // [T][C] that expert's output
-	scores   [][]float64 // per attention worker: [T][T] one head's scores, then probabilities
-	cos, sin []float64   // [T][D/2] RoPE tables
-	w        []float64   // [out·in] decoded weight of the current Linear
-	head     []float64   // [V][C] decoded untied lm_head (nil when tied)
-	wblock   []float64   // [vocabBlock][C] decoded block of a tied head
-	logits   []float64   // [headChunk][V]
+	x        []float64      // [T][C] residual stream
+	h        []float64      // [T][C] normed input of the current block; final norm output at the end
+	xin      []float64      // [T][max(C,H·D,I)] copy of a Linear's input for activation quantization
+	q        []float64      // [T][H·D]
+	k, v     []float64      // [T][KV·D]
+	att      []float64      // [T][H·D] attention output before o_proj
+	proj     []float64      // [T][C] o_proj / down_proj output
+	gate, up []float64      // [T][W]: MLP activations (W = I, or wider with experts); router logits
+	moeIn    []float64      // [T][C] rows routed to one expert (MoE models only)
+	fused    []float64      // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
+	moeOut   []float64      // [T][C] that expert's output
+	scores   [][]float64    // per attention worker: [T][T] one head's scores, then probabilities
+	attMul   []*gemm.Engine // per attention worker: its single-goroutine products
+	cos, sin []float64      // [T][D/2] RoPE tables
+	w        []float64      // [out·in] decoded weight of the current Linear
+	head     []float64      // [V][C] decoded untied lm_head (nil when tied)
+	wblock   []float64      // [vocabBlock][C] decoded block of a tied head
+	logits   []float64      // [headChunk][V]
 }
 
 // headChunk is the number of positions whose logits are materialised at
-// once. It must stay at most 64 (gonum's block size): every head Dgemm then
-// takes the same path whatever the number of positions, so a position's
-// log-probs do not depend on which other positions are scored with it.
-const headChunk = 64
+// once. Any value gives the same bits (package gemm sums every element in
+// one fixed order); it trades logits memory against re-reading the head.
+const headChunk = 128
 
 func grow(s []float64, n int) []float64 {
 	if cap(s) < n {
@@ -72,6 +71,10 @@ func (ws *workspace) ensure(m *model, T int) {
 	}
 	if len(ws.scores) != max(1, min(m.threads, d.H)) {
 		ws.scores = make([][]float64, max(1, min(m.threads, d.H)))
+		ws.attMul = make([]*gemm.Engine, len(ws.scores))
+		for i := range ws.attMul {
+			ws.attMul[i] = m.mul.Worker()
+		}
 	}
 	for i := range ws.scores {
 		ws.scores[i] = grow(ws.scores[i], T*T)
@@ -111,8 +114,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	for t := 0; t < T; t++ {
 		for i, f := range m.invFreq {
 			a := float64(t) * f
-			ws.cos[t*half+i] = math.Cos(a)
-			ws.sin[t*half+i] = math.Sin(a)
+			ws.sin[t*half+i], ws.cos[t*half+i] = detmath.Sincos(a)
 		}
 	}
 
@@ -176,8 +178,14 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 					return err
 				}
 			}
+			// silu(g)·u = g/(1+exp(−g))·u, the exponentials computed as a vector.
+			e := ws.xin[:T*d.I]
 			for i, g := range ws.gate[:T*d.I] {
-				ws.gate[i] = g / (1 + math.Exp(-g)) * ws.up[i] // silu(g) * u
+				e[i] = -g
+			}
+			detmath.ExpTo(e, e)
+			for i, g := range ws.gate[:T*d.I] {
+				ws.gate[i] = g / (1 + e[i]) * ws.up[i]
 			}
 			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 				return err
@@ -213,7 +221,7 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 	if err := l.Dequantize(w); err != nil {
 		return fmt.Errorf("reference: %s: %w", l.Module(), err)
 	}
-	gemmNT(m.threads, T, outW, inW, x, inW, w, inW, out, outW)
+	m.mul.MulNT(T, outW, inW, x, inW, w, inW, out, outW)
 	if bias != nil {
 		for t := 0; t < T; t++ {
 			row := out[t*outW : (t+1)*outW]
@@ -225,53 +233,6 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 	return nil
 }
 
-// Tiles of gemmNT: at most 64 rows and 192 columns, so that gonum's Dgemm
-// takes its serial path for every tile (one full-length dot product per
-// element, summed in index order). A result therefore depends neither on the
-// tiling nor on the number of threads.
-const (
-	tileM = 32
-	tileN = 128
-)
-
-// gemmNT computes c[m][n] = a[m][k] · b[n][k]ᵀ as tiles of gonum Dgemm
-// calls spread over `threads` goroutines (tile t goes to worker t mod
-// threads).
-func gemmNT(threads, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	tm, tn := (m+tileM-1)/tileM, (n+tileN-1)/tileN
-	tiles := tm * tn
-	work := func(w, stride int) {
-		for t := w; t < tiles; t += stride {
-			j0, i0 := (t/tm)*tileN, (t%tm)*tileM
-			mm, nn := min(tileM, m-i0), min(tileN, n-j0)
-			gonum.Implementation{}.Dgemm(blas.NoTrans, blas.Trans, mm, nn, k, 1,
-				a[i0*lda:], lda, b[j0*ldb:], ldb, 0, c[i0*ldc+j0:], ldc)
-		}
-	}
-	threads = min(threads, tiles)
-	if threads <= 1 || m*n*k < 1<<16 {
-		work(0, 1)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < threads; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work(w, threads)
-		}()
-	}
-	wg.Wait()
-}
-
-// gemmNN computes c[m][n] = a[m][k] · b[k][n] with gonum's Dgemm.
-func gemmNN(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	gonum.Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
-}
-
 // rmsNorm is LlamaRMSNorm over rows of width n: dst = w ⊙ (x · 1/sqrt(mean(x²)+eps)).
 // dst may alias x.
 func rmsNorm(dst, x, w []float64, rows, n int, eps float64) {
@@ -279,7 +240,7 @@ func rmsNorm(dst, x, w []float64, rows, n int, eps float64) {
 		xr := x[r*n : (r+1)*n]
 		var ss float64
 		for _, v := range xr {
-			ss += v * v
+			ss += float64(v * v) // no fused multiply-add: the same bits on every GOARCH
 		}
 		inv := 1 / math.Sqrt(ss/float64(n)+eps)
 		dr := dst[r*n : (r+1)*n]
@@ -300,8 +261,8 @@ func rope(x, cos, sin []float64, T, heads, D int) {
 			v := x[(t*heads+h)*D : (t*heads+h+1)*D]
 			for i := 0; i < half; i++ {
 				a, b := v[i], v[i+half]
-				v[i] = a*c[i] - b*s[i]
-				v[i+half] = b*c[i] + a*s[i]
+				v[i] = float64(a*c[i]) - float64(b*s[i]) // products rounded: never fused
+				v[i+half] = float64(b*c[i]) + float64(a*s[i])
 			}
 		}
 	}
@@ -318,7 +279,7 @@ func (m *model) attention(ws *workspace, T int) {
 	workers := min(m.threads, d.H)
 	if workers <= 1 {
 		for h := 0; h < d.H; h++ {
-			attendHead(ws, ws.scores[0][:T*T], h, T, d)
+			attendHead(ws, ws.attMul[0], ws.scores[0][:T*T], h, T, d)
 		}
 		return
 	}
@@ -328,15 +289,16 @@ func (m *model) attention(ws *workspace, T int) {
 		go func() {
 			defer wg.Done()
 			for h := w; h < d.H; h += workers {
-				attendHead(ws, ws.scores[w][:T*T], h, T, d)
+				attendHead(ws, ws.attMul[w], ws.scores[w][:T*T], h, T, d)
 			}
 		}()
 	}
 	wg.Wait()
 }
 
-// attendHead computes one head of attention into ws.att using scores [T][T].
-func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
+// attendHead computes one head of attention into ws.att using scores [T][T]
+// and the worker's products mul.
+func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T int, d dims) {
 	hd, kvd := d.H*d.D, d.KV*d.D
 	g := h / (d.H / d.KV)
 	scale := 1 / math.Sqrt(float64(d.D))
@@ -345,7 +307,7 @@ func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
 		r1 := min(r0+rb, T)
 		n := r1 - r0
 		s := scores[r0*T:]
-		gemmNT(1, n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
+		mul.MulNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
 		for i := r0; i < r1; i++ {
 			row := scores[i*T : i*T+r1]
 			mx := math.Inf(-1)
@@ -353,10 +315,12 @@ func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
 				row[j] *= scale
 				mx = max(mx, row[j])
 			}
-			var sum float64
 			for j := 0; j <= i; j++ {
-				e := math.Exp(row[j] - mx)
-				row[j] = e
+				row[j] -= mx
+			}
+			detmath.ExpTo(row[:i+1], row[:i+1])
+			var sum float64
+			for _, e := range row[:i+1] {
 				sum += e
 			}
 			for j := 0; j <= i; j++ {
@@ -366,7 +330,7 @@ func attendHead(ws *workspace, scores []float64, h, T int, d dims) {
 				row[j] = 0
 			}
 		}
-		gemmNN(n, d.D, r1, s, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
+		mul.MulNN(n, d.D, r1, s, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
 	}
 }
 
@@ -413,16 +377,49 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 					return fmt.Errorf("reference: tied head: %w", err)
 				}
 			}
-			gemmNT(m.threads, n, v1-v0, d.C, x[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
+			m.mul.MulNT(n, v1-v0, d.C, x[r0*d.C:], d.C, w, d.C, ws.logits[v0:], d.V)
+		}
+		if err := m.logSoftmaxRows(ws.logits[:n*d.V], n, d.V, r0); err != nil {
+			return err
 		}
 		for i := 0; i < n; i++ {
-			row := ws.logits[i*d.V : (i+1)*d.V]
-			if err := logSoftmax(row); err != nil {
-				return fmt.Errorf("position %d: %w", r0+i, err)
-			}
-			if err := fn(r0+i, row); err != nil {
+			if err := fn(r0+i, ws.logits[i*d.V:(i+1)*d.V]); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// logSoftmaxRows applies logSoftmax to each of the n rows of width v in x,
+// rows spread over the model's threads (each row is computed the same way
+// by whichever goroutine takes it). The error names the first failing
+// position, counting positions from first.
+func (m *model) logSoftmaxRows(x []float64, n, v, first int) error {
+	errs := make([]error, n)
+	workers := min(m.threads, n)
+	if workers <= 1 {
+		tmp := make([]float64, v)
+		for i := 0; i < n; i++ {
+			errs[i] = logSoftmax(x[i*v:(i+1)*v], tmp)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tmp := make([]float64, v)
+				for i := w; i < n; i += workers {
+					errs[i] = logSoftmax(x[i*v:(i+1)*v], tmp)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("position %d: %w", first+i, err)
 		}
 	}
 	return nil
@@ -435,8 +432,8 @@ func defaultVocabBlock(V, C int) int {
 }
 
 // logSoftmax replaces x by x − (max + log Σ exp(x − max)), as torch's
-// log_softmax, and fails on non-finite logits.
-func logSoftmax(x []float64) error {
+// log_softmax, and fails on non-finite logits. tmp is scratch of len(x).
+func logSoftmax(x, tmp []float64) error {
 	mx := math.Inf(-1)
 	for _, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -444,11 +441,16 @@ func logSoftmax(x []float64) error {
 		}
 		mx = max(mx, v)
 	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(v - mx)
+	tmp = tmp[:len(x)]
+	for i, v := range x {
+		tmp[i] = v - mx
 	}
-	lse := mx + math.Log(s)
+	detmath.ExpTo(tmp, tmp)
+	var s float64
+	for _, e := range tmp {
+		s += e
+	}
+	lse := mx + detmath.Log(s)
 	for i, v := range x {
 		x[i] = v - lse
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/detmath"
 )
 
 // mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
@@ -44,7 +45,7 @@ func (m *model) mixture(ws *workspace, l *layerWeights, T int) error {
 		}
 		var sum float64
 		for e, v := range row {
-			p[e] = math.Exp(v - mx)
+			p[e] = detmath.Exp(v - mx)
 			sum += p[e]
 		}
 		for e := range p {
@@ -84,7 +85,7 @@ func (m *model) mixture(ws *workspace, l *layerWeights, T int) error {
 			return err
 		}
 		for i, g := range gate {
-			gate[i] = g / (1 + math.Exp(-g)) * up[i] // silu(g) * u
+			gate[i] = g / (1 + detmath.Exp(-g)) * up[i] // silu(g) * u
 		}
 		y := ws.moeOut[:n*d.C]
 		if err := m.linear(ws, x[arch.ProjDown], nil, gate, n, W, y, d.C); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/gemm"
 	"github.com/qppl/qppl/quant"
 )
 
@@ -46,7 +47,7 @@ func (s checkpointSource) Linear(module string) (quant.Linear, error) {
 }
 
 func (s checkpointSource) Where(name string) string {
-	if ti, ok := s.m.Tensor(name); ok {
+	if ti, ok := s.m.Peek(name); ok {
 		return ti.File
 	}
 	return s.m.Dir
@@ -142,6 +143,8 @@ type model struct {
 	vocabBlock int
 	// threads is the number of goroutines of the products and attention.
 	threads int
+	// mul runs the Linear and head products on threads goroutines.
+	mul *gemm.Engine
 }
 
 // bind opens every tensor of the model described by spec from src,

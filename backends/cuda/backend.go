@@ -23,6 +23,10 @@ type Options struct {
 	HeadRows  int       // logits rows per head chunk (default 256)
 	Log       io.Writer // the memory plan is printed here when non-nil
 	NoFusion  bool      // run q/k/v and gate/up as separate GEMMs (tests, debugging)
+	// AllowUnusedTensors loads a checkpoint holding tensors that the
+	// forward pass and the format do not use; by default New refuses it
+	// (checkpoint.ErrUnused, naming them) before anything is uploaded.
+	AllowUnusedTensors bool
 }
 
 // Backend implements backends.Backend, backends.LogProber and
@@ -142,6 +146,8 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	}
 	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT}
 	ld := &loader{m: m, spec: spec, scheme: scheme, gemmDT: gemmDT}
+	usage := m.TrackUsage()
+	defer usage.Stop()
 
 	// Pass 1: sizes only (host copies are dropped).
 	in := planInput{layerBytes: make([]int64, spec.Layers)}
@@ -164,6 +170,14 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	head, err := ld.head(embRaw, embDT)
 	if err != nil {
 		return nil, err
+	}
+	if err := ld.checkVecs(); err != nil {
+		return nil, err
+	}
+	if !opt.AllowUnusedTensors {
+		if err := usage.Check(opt.Name); err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
 	}
 	C, V, T := spec.Hidden, spec.Vocab, opt.MaxTokens
 	in.headBytes = int64(4 * C)

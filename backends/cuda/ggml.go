@@ -49,19 +49,20 @@ func prepareGGML(module string, typ ggml.Type, out, in int, data []byte, rows []
 		h.bufs = append(h.bufs, b)
 	}
 	N, K := int32(out), int32(in)
-	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, odt device.DType) error {
+	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
 		var grid device.Ptr
 		if len(p) > 1 {
 			grid = p[1]
 		}
-		return launchDqGGML(d, dst, odt, N, K, p[0], typ, grid)
+		return launchDqGGML(d, dst, gemmDT, N, K, p[0], typ, grid)
 	}
 	return h, nil
 }
 
 // launchDqGGML decodes N rows of K values of ggml type typ from data (with
-// the type's grid for the grid types, else 0) into out of dtype odt.
-func launchDqGGML(d device.Device, out device.Ptr, odt device.DType, N, K int32, data device.Ptr, typ ggml.Type, grid device.Ptr) error {
+// the type's grid for the grid types, else 0) into out of dtype gemmDT
+// (the GEMM dtype).
+func launchDqGGML(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, data device.Ptr, typ ggml.Type, grid device.Ptr) error {
 	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch(device.KDqGGML, g, b, 0, out, int32(odt), N, K, data, int32(typ), grid)
+	return d.Launch(device.KDqGGML, g, b, 0, out, int32(gemmDT), N, K, data, int32(typ), grid)
 }

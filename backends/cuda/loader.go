@@ -68,6 +68,33 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 	return all
 }
 
+// checkVecs checks that every 1-D tensor (norms, biases; read in pass 2)
+// exists with its length, before anything is allocated; it also marks them
+// as used for the unused-tensor check.
+func (ld *loader) checkVecs() error {
+	check := func(name string, n int) error {
+		ti, ok := ld.m.Tensor(name)
+		if !ok {
+			return fmt.Errorf("cuda: %s: missing tensor %s", ld.m.Dir, name)
+		}
+		if len(ti.Shape) != 1 || ti.Shape[0] != n {
+			return fmt.Errorf("cuda: %s: shape %v, want [%d]", name, ti.Shape, n)
+		}
+		return nil
+	}
+	for i := 0; i < ld.spec.Layers; i++ {
+		for _, v := range ld.layerVecs(i) {
+			if v.name == "" {
+				continue
+			}
+			if err := check(v.name, v.n); err != nil {
+				return err
+			}
+		}
+	}
+	return check(arch.FinalNormName, ld.spec.Hidden)
+}
+
 // layerSize returns layer i's device bytes (the size of its arena: every
 // tensor aligned to arenaAlign), its largest scratch need (a fused group
 // of dequantized weights included) and which fusion groups may fuse.

@@ -66,6 +66,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			newFixtureCmd(),
 			newMergeCmd(),
 			newDemoCmd(),
+			newCacheCmd(),
 			{
 				Name:  "version",
 				Usage: "print the version",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,15 +26,19 @@ type backendOptions struct {
 	GPUSplit  string // --gpu-split GB per device, comma separated
 	MaxTokens int    // longest window (--ctx); 0 = the cuda backend's default
 	Log       io.Writer
+	// AllowUnused (--allow-unused-tensors) loads a checkpoint holding
+	// tensors the forward pass and the format do not use.
+	AllowUnused bool
 }
 
 // Backend flag names, declared once (backendFlags) for every command that
 // opens a backend.
 const (
-	flagBackend   = "backend"
-	flagPrecision = "precision"
-	flagGPUs      = "gpus"
-	flagGPUSplit  = "gpu-split"
+	flagBackend     = "backend"
+	flagPrecision   = "precision"
+	flagGPUs        = "gpus"
+	flagGPUSplit    = "gpu-split"
+	flagAllowUnused = "allow-unused-tensors"
 )
 
 // backendFlagSet selects which of the shared backend flags a command has.
@@ -56,6 +61,7 @@ func backendFlags(s backendFlagSet) []cli.Flag {
 		&cli.StringFlag{Name: flagPrecision, Usage: prec},
 		&cli.StringFlag{Name: flagGPUs, Usage: "GPU ids, e.g. 0,1 (cuda; emu: that many emulated devices)"},
 		&cli.StringFlag{Name: flagGPUSplit, Usage: "GB per GPU, e.g. 20,24 (cuda, emu)"},
+		&cli.BoolFlag{Name: flagAllowUnused, Usage: "evaluate a checkpoint although some of its tensors are not used by the forward pass or the format (refused by default; recorded in the JSON)"},
 	)
 }
 
@@ -72,7 +78,7 @@ func (o backendOptions) checkDevices() error {
 func backendFromFlags(c *cli.Context, maxTokens int) backendOptions {
 	return backendOptions{
 		Name: c.String(flagBackend), Precision: c.String(flagPrecision), GPUs: c.String(flagGPUs), GPUSplit: c.String(flagGPUSplit),
-		MaxTokens: maxTokens, Log: c.App.ErrWriter,
+		MaxTokens: maxTokens, Log: c.App.ErrWriter, AllowUnused: c.Bool(flagAllowUnused),
 	}
 }
 
@@ -83,7 +89,7 @@ func openBackend(m *checkpoint.Model, o backendOptions) (backends.Backend, error
 		if o.Precision != "" && o.Precision != "fp64" {
 			return nil, usageErr(fmt.Errorf("--precision %s: the reference backend computes in fp64", o.Precision))
 		}
-		b, err := reference.New(m, reference.Options{})
+		b, err := reference.New(m, reference.Options{AllowUnusedTensors: o.AllowUnused})
 		if err != nil {
 			// Everything New checks comes from the checkpoint's files
 			// (architecture, quantization_config, tensors): an input error.
@@ -172,10 +178,13 @@ func newCUDABackend(m *checkpoint.Model, devs []device.Device, split []float64, 
 	if log == nil {
 		log = os.Stderr
 	}
-	b, err := cuda.New(m, devs, cuda.Options{Name: name, Precision: o.Precision, MaxTokens: o.MaxTokens, SplitGB: split, Log: log})
+	b, err := cuda.New(m, devs, cuda.Options{Name: name, Precision: o.Precision, MaxTokens: o.MaxTokens, SplitGB: split, Log: log, AllowUnusedTensors: o.AllowUnused})
 	if err != nil {
 		for _, d := range devs {
 			d.Close()
+		}
+		if errors.Is(err, checkpoint.ErrUnused) {
+			return nil, usageErr(err)
 		}
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func newCompareCmd() *cli.Command {
 		&cli.StringSliceFlag{Name: "label", Usage: "label of the --model at the same position (first word = format family)"},
 		&cli.StringFlag{Name: "base", Usage: "base (unquantized) model directory: evaluated first, KL of every other model against it"},
 		&cli.StringFlag{Name: "base-label", Usage: "label of --base (default: its directory name)"},
-		&cli.StringFlag{Name: "text", Usage: "text file to evaluate (tokenized with the base model's tokenizer)"},
+		&cli.StringFlag{Name: "text", Usage: "text file to evaluate (tokenized with the base model's tokenizer; - reads standard input)"},
 		&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file to evaluate"},
 		&cli.StringFlag{Name: "dataset", Usage: "dataset name (wikitext2), found with --data or in the Hugging Face cache"},
 		&cli.StringFlag{Name: "data", Usage: "local copy of the dataset (rows JSONL, parquet, wiki.test.raw, text); overrides the data spec's"},
@@ -44,11 +44,11 @@ func newCompareCmd() *cli.Command {
 		&cli.StringFlag{Name: "kld-mode", Aliases: []string{"kl-mode"}, Usage: "KL coverage: scored (every scored position) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode (fewer when the run has fewer, as compare_q)"},
 		&cli.StringFlag{Name: "kld-base", Usage: "existing base log-probs (qppl eval --save-logits, or llama-perplexity --kl-divergence-base) instead of a base model (compare_q's -lf)"},
-		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: "f32", Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
+		&cli.StringFlag{Name: "logits-format", Aliases: []string{"base-encoding"}, Value: string(compare.DefaultEncoding), Usage: "base log-prob store: f32 (lossless to float32; 4·vocab bytes per position), f64 (exact; 8·vocab) or u16 (llama.cpp's 16-bit scheme; 2·vocab+8)"},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement statistic (< 2: none)"},
 		&cli.StringFlag{Name: "json", Usage: "write the result set to this file"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw a chart to this file (.png, .svg, .pdf); see the plot flags"},
-		&cli.StringFlag{Name: "cache-dir", Value: suite.DefaultCacheDir, Usage: "result, token and base log-prob cache"},
+		&cli.StringFlag{Name: "cache-dir", Usage: "result, token and base log-prob cache (qppl cache ls|rm|prune manages it)", DefaultText: "$XDG_CACHE_HOME/qppl (os.UserCacheDir)"},
 		&cli.BoolFlag{Name: "no-cache", Usage: "evaluate every model even when a cached result exists"},
 		&cli.StringFlag{Name: "run-dir", Usage: "journal every model's finished windows under DIR; the same command resumes an interrupted comparison (docs/runs.md)"},
 		&cli.StringFlag{Name: "baseline", Usage: "previous result set: exit 3 when a model regressed against it"},
@@ -87,6 +87,7 @@ type compareOptions struct {
 	// Tokenizer is the model directory whose tokenizer.json (else
 	// config.json's bos_token_id) gives BOS, as eval.
 	Tokenizer string
+	Stdin     io.Reader // read for --text -
 
 	KLDMode      string // as given ("" = the spec's, else scored)
 	KLDRows      int
@@ -113,12 +114,17 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		KLDRows: c.Int("kld-rows"), KLDBase: c.String("kld-base"), TopK: c.Int("top-k"),
 		Backend: backendFromFlags(c, c.Int("ctx")),
 		JSON:    c.String("json"), Plot: c.String("plot"), CacheDir: c.String("cache-dir"), NoCache: c.Bool("no-cache"),
-		RunDir: c.String("run-dir"), Baseline: c.String("baseline"),
+		RunDir: c.String("run-dir"), Baseline: c.String("baseline"), Stdin: c.App.Reader,
 	}
 	if c.IsSet("kld-mode") {
 		o.KLDMode = c.String("kld-mode")
 	}
 	var err error
+	if o.CacheDir == "" {
+		if o.CacheDir, err = suite.DefaultCacheDir(); err != nil {
+			return o, usageErr(fmt.Errorf("compare: %w", err))
+		}
+	}
 	o.PlotOpts, err = plotOptions(c)
 	if err != nil && o.Plot != "" {
 		return o, usageErr(fmt.Errorf("compare: %w", err))
@@ -183,6 +189,9 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 			return usageErr(err)
 		}
 	}
+	if err := o.checkModelDirs(); err != nil {
+		return err
+	}
 	data, err := o.prepare(ctx, stderr)
 	if err != nil {
 		return err
@@ -190,6 +199,9 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 	o.Backend.MaxTokens = data.Info.Ctx
 	ev, err := o.evaluator(data, stderr)
 	if err != nil {
+		return err
+	}
+	if err := o.checkInputs(data, baseline, stderr); err != nil {
 		return err
 	}
 	so := suite.Options{Cache: &suite.Cache{Dir: o.CacheDir}, NoCache: o.NoCache, Log: stderr, ExternalBase: ev.ExternalKey}
@@ -211,9 +223,84 @@ func runCompare(ctx context.Context, o compareOptions, stdout, stderr io.Writer)
 	return o.report(rs, baseline, stdout, stderr)
 }
 
+// modelName names a model in compare's input errors.
+func modelName(ms suite.ModelSpec) string {
+	return fmt.Sprintf("compare: model %q (%s)", ms.Label, ms.Source)
+}
+
+// checkModelDirs refuses a model directory that is not there before the
+// data is read (which may need the first model's tokenizer).
+func (o *compareOptions) checkModelDirs() error {
+	for _, ms := range o.Models {
+		if isGGUFPath(ms.ModelDir) {
+			if st, err := os.Stat(ms.ModelDir); err != nil || !st.Mode().IsRegular() {
+				return usageErr(fmt.Errorf("%s: %s: no such GGUF file", modelName(ms), ms.ModelDir))
+			}
+		} else if st, err := os.Stat(ms.ModelDir); err != nil || !st.IsDir() {
+			return usageErr(fmt.Errorf("%s: %s: no such directory", modelName(ms), ms.ModelDir))
+		}
+	}
+	return nil
+}
+
+// checkInputs opens every model (config.json, safetensors headers, the
+// quantization) and checks its vocabulary and positions against the data,
+// and --baseline against the data spec, before any model runs: a mistake
+// in the last model must not cost the run of the first ones.
+func (o *compareOptions) checkInputs(data *suite.Data, baseline *suite.ResultSet, stderr io.Writer) error {
+	ref, refName := 0, ""
+	if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
+		ref, refName = cfg.VocabSize, filepath.Join(o.Tokenizer, "config.json")
+	}
+	maxID := int32(-1)
+	for _, id := range data.Tokens {
+		maxID = max(maxID, id)
+	}
+	for _, ms := range o.Models {
+		name := modelName(ms)
+		m, err := openLocalModel(ms.ModelDir, "") // a directory or GGUF file (ggufmodel.go)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: %w", name, err))
+		}
+		_, err = m.inspect()
+		cfg := m.Config
+		m.Close()
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: %w", name, err))
+		}
+		cfgName := filepath.Join(ms.ModelDir, "config.json")
+		if isGGUFPath(ms.ModelDir) {
+			cfgName = ms.ModelDir // the metadata is the config
+		}
+		if ref == 0 {
+			ref, refName = cfg.VocabSize, cfgName
+		}
+		if cfg.VocabSize != ref {
+			return usageErr(fmt.Errorf("%s: %s: vocab_size %d, but %s has vocab_size %d: models compared on the same token ids (and KL against one base) need one vocabulary",
+				name, cfgName, cfg.VocabSize, refName, ref))
+		}
+		if int(maxID) >= cfg.VocabSize {
+			return usageErr(fmt.Errorf("%s: %s: vocab_size %d, but the data holds token id %d", name, cfgName, cfg.VocabSize, maxID))
+		}
+		if err := checkLongContext(data.Info.Ctx, cfg, stderr); err != nil {
+			return usageErr(fmt.Errorf("%s: %s: %w", name, cfgName, err))
+		}
+	}
+	if baseline != nil {
+		cur := &suite.ResultSet{DataSpecHash: data.Hash, TokensHash: data.Info.TokensHash, Data: data.Info}
+		if o.Models[0].Base || o.KLDBase != "" {
+			cur.KLMode = data.KLMode
+		}
+		if err := suite.Comparable(baseline, cur); err != nil {
+			return usageErr(fmt.Errorf("--baseline %s: %w", o.Baseline, err))
+		}
+	}
+	return nil
+}
+
 // prepare reads, tokenizes and windows the data once for every model.
 func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.Data, error) {
-	po := suite.PrepareOptions{CacheDir: o.CacheDir, Tokenizer: o.Tokenizer, ResolveDataset: func(string) (string, error) {
+	po := suite.PrepareOptions{CacheDir: o.CacheDir, Tokenizer: o.Tokenizer, Stdin: o.Stdin, ResolveDataset: func(string) (string, error) {
 		res, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Progress: stderr})
 		if err != nil {
 			return "", err
@@ -227,11 +314,11 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 	if isGGUFPath(o.Tokenizer) { // a GGUF base: its metadata, tokenizer.json beside it
 		po.Tokenizer = filepath.Dir(o.Tokenizer)
 		if g, err := gguf.OpenModel(o.Tokenizer, ggufOptions()); err == nil {
-			po.Model = modelVocabulary(g.Config)
+			po.Model = modelVocabulary(g.Config, "")
 			g.Close()
 		}
 	} else if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
-		po.Model = modelVocabulary(cfg)
+		po.Model = modelVocabulary(cfg, "")
 	}
 	data, err := suite.Prepare(o.Spec, po)
 	if err != nil {
@@ -405,6 +492,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 			}
 		}
 	}
+	if err := checkTokenizerModels(spec.TokenizerDir, models); err != nil {
+		return nil, nil, fmt.Errorf("compare: %w", err)
+	}
 	return spec, models, nil
 }
 
@@ -531,7 +621,7 @@ func compareModels(c *cli.Context, warn func(string)) ([]suite.ModelSpec, error)
 // writeResultTable prints one line per model.
 func writeResultTable(w io.Writer, rs *suite.ResultSet) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LABEL\tBPW\tHEAD BPW\tVRAM GB\tPPL\t± SE\tKLD\t± SE\tKLD P99\tSAME TOP")
+	fmt.Fprintln(tw, "LABEL\tBPW\tHEAD BPW\tVRAM GiB\tPPL\t± SE\tKLD\t± SE\tKLD P99\tSAME TOP")
 	for _, r := range rs.Results {
 		kld, kse, p99, top := "-", "-", "-", "-"
 		if r.KLD != nil {

@@ -42,9 +42,11 @@ Llama-architecture model (BF16, bigram-initialised on the embedded demo text)
 is written to --out, quantized with every format of the demo table, and
 every quantization is evaluated with the reference backend on the embedded
 text, with KL divergence against the BF16 base. It prints the table of
-bits per weight, perplexity and KLD and writes results.json and kld.png.`,
+bits per weight, perplexity and KLD. With --out DIR it keeps the models and
+writes DIR/results.json and DIR/kld.png; without it, it works in a temporary
+directory that it removes at the end, and prints the table only.`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "out", Usage: "directory for the models, results and plot (default: a new temporary directory)"},
+			&cli.StringFlag{Name: "out", Usage: "keep the models, results.json and kld.png in this directory (default: a temporary directory, removed at the end: the table only)"},
 			&cli.IntFlag{Name: "ctx", Value: 256, Usage: "window length"},
 			&cli.IntFlag{Name: "stride", Value: 128, Usage: "window stride"},
 			&cli.IntFlag{Name: "rows", Value: 32, Usage: "at most this many windows (0 = all)"},
@@ -58,16 +60,20 @@ bits per weight, perplexity and KLD and writes results.json and kld.png.`,
 func runDemo(c *cli.Context) error {
 	stderr := c.App.ErrWriter
 	dir := c.String("out")
-	if dir == "" {
+	keep := dir != ""
+	if !keep {
 		d, err := os.MkdirTemp("", "qppl-demo-")
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		dir = d
+		defer os.RemoveAll(dir)
+		fmt.Fprintf(stderr, "demo: working in a temporary directory, removed at the end (--out DIR keeps the models, results.json and kld.png)\n")
 	} else if err := makeOutDir("demo", "out", dir); err != nil {
 		return err
+	} else {
+		fmt.Fprintf(stderr, "demo: writing models and results to %s\n", dir)
 	}
-	fmt.Fprintf(stderr, "demo: writing models and results to %s\n", dir)
 
 	o, err := fixtures.Defaults("mistral")
 	if err != nil {
@@ -90,9 +96,11 @@ func runDemo(c *cli.Context) error {
 		"--ctx", strconv.Itoa(c.Int("ctx")), "--stride", strconv.Itoa(c.Int("stride")), "--rows", strconv.Itoa(c.Int("rows")),
 		"--backend", c.String(flagBackend),
 		"--cache-dir", filepath.Join(dir, "cache"),
-		"--json", filepath.Join(dir, "results.json"),
-		"--plot", filepath.Join(dir, "kld.png"), "--y", "kld",
-		"--title", "qppl demo: embedded fixture, KL divergence vs bits per weight",
+	}
+	if keep {
+		args = append(args, "--json", filepath.Join(dir, "results.json"),
+			"--plot", filepath.Join(dir, "kld.png"), "--y", "kld",
+			"--title", "qppl demo: embedded fixture, KL divergence vs bits per weight")
 	}
 	for _, f := range []string{flagPrecision, flagGPUs, flagGPUSplit} { // passed on when given
 		if c.IsSet(f) {
@@ -106,6 +114,8 @@ func runDemo(c *cli.Context) error {
 		}
 		args = append(args, "--model", out, "--label", s.label)
 	}
-	fmt.Fprintf(stderr, "demo: %s\n", shellQuote(args))
-	return newApp(c.App.Reader, c.App.Writer, c.App.ErrWriter).Run(args)
+	if keep { // the command the user can run again on the kept models
+		fmt.Fprintf(stderr, "demo: %s\n", shellQuote(args))
+	}
+	return newApp(c.App.Reader, c.App.Writer, c.App.ErrWriter).RunContext(c.Context, args)
 }

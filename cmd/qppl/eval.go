@@ -105,13 +105,13 @@ func evalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nll-out", Usage: "write every scored token's NLL (float64 LE, window order)"},
 		&cli.StringFlag{Name: "tokens-out", Usage: "per-token dump: FILE.jsonl or FILE.csv (window, position, token, NLL, KLD, top-1 of both)"},
 		&cli.StringFlag{Name: "save-logits", Usage: "store this (base) model's log-probs of the KL positions in FILE"},
-		&cli.StringFlag{Name: "logits-format", Value: "u16", Usage: "--save-logits encoding: u16 (llama.cpp's 16-bit scheme), f32, f64 (lossless), llamacpp (u16 in llama.cpp's --kl-divergence-base file; method llamacpp)"},
+		&cli.StringFlag{Name: "logits-format", Value: string(compare.DefaultEncoding), Usage: "--save-logits encoding: f32 (lossless to float32; as compare), f64 (exact), u16 (llama.cpp's 16-bit scheme: KL ignores base log-probs <= -16), llamacpp (u16 in llama.cpp's --kl-divergence-base file; method llamacpp). Every figure but KLD uses the base run's exact NLL whatever the encoding"},
 		&cli.StringFlag{Name: "kld-base", Usage: "base log-probs (from --save-logits or llama-perplexity --kl-divergence-base): compute KL divergence and paired statistics"},
 		&cli.StringFlag{Name: "kld-mode", Usage: "KL coverage for --save-logits: scored (every scored token, llama.cpp) or compare_q (all positions of the first --kld-rows windows)", DefaultText: "scored"},
 		&cli.IntFlag{Name: "kld-rows", Value: compare.DefaultKLRows, Usage: "windows with KL in compare_q mode"},
 		&cli.BoolFlag{Name: "kld-all-positions", Usage: "same as --kld-mode compare_q (kept for old scripts)", Hidden: true},
 		&cli.IntFlag{Name: "top-k", Value: 5, Usage: "K of the top-K agreement with the base (< 2: off)"},
-		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: "window-bootstrap resamples for the PPL interval (negative: off)"},
+		&cli.IntFlag{Name: "bootstrap", Value: compare.DefaultBootstrap, Usage: fmt.Sprintf("window-bootstrap resamples for the 95%% PPL interval: 0 = off, else %d to %d", compare.MinBootstrap, compare.MaxBootstrap)},
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "bootstrap seed"},
 		&cli.StringFlag{Name: "run-dir", Usage: "journal every finished window in DIR; the same command resumes an interrupted run (docs/runs.md)"},
 		&cli.StringFlag{Name: "shard", Usage: "evaluate only shard I of N (windows with index % N == I) into --run-dir; combine with qppl merge; auto: from a Slurm job array or a Kubernetes Indexed Job (docs/runs.md)"},
@@ -173,8 +173,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	defer m.Close()
 	dir := m.path // the model directory, or the .gguf file
 	o.fitWindow(method, m.Config)
-	warnLongContext(o.Ctx, m.Config, stderr)
-	data, err := eval.Prepare(ctx, o.prepareOptions(method, m.tokDir, m.Config, stderr))
+	if err := checkLongContext(o.Ctx, m.Config, stderr); err != nil {
+		return usageErr(fmt.Errorf("eval: %s: %w", dir, err))
+	}
+	data, err := eval.Prepare(ctx, o.prepareOptions(method, m.tokDir, m.configDir(), m.Config, stderr))
 	if err != nil {
 		return usageErr(prefixDataError("eval", err))
 	}
@@ -204,12 +206,20 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 		defer save.Abort()
 	}
+	usage := m.trackUsage() // the backend refuses unused tensors unless allowed: then they are recorded
 	be, err := m.openBackend(o.Backend)
+	usage.Stop()
 	if err != nil {
 		return err
 	}
 	defer be.Close()
 	id := o.identity(m, be.Info(), data, klMode, modelHash, shard, base, stderr)
+	if o.Backend.AllowUnused {
+		id.AllowUnusedTensors, id.UnusedTensors = true, usage.Unused()
+		if len(id.UnusedTensors) > 0 {
+			fmt.Fprintf(stderr, "qppl: warning: --allow-unused-tensors: %d tensor(s) of %s are not used: %s\n", len(id.UnusedTensors), dir, strings.Join(id.UnusedTensors, ", "))
+		}
+	}
 	var rd *eval.RunDir
 	if o.RunDir != "" {
 		if rd, err = openEvalRunDir(o.RunDir, id, data.Windows, stderr); err != nil {
@@ -267,12 +277,30 @@ func (o *evalOptions) fitWindow(method compare.Method, cfg *checkpoint.Config) {
 	}
 }
 
-// warnLongContext says when windows are longer than the positions the
-// model was trained for (config.json's max_position_embeddings).
-func warnLongContext(ctx int, cfg *checkpoint.Config, stderr io.Writer) {
-	if n := cfg.MaxPositionEmbeddings; n > 0 && ctx > n {
-		fmt.Fprintf(stderr, "qppl: warning: --ctx %d is longer than the model's max_position_embeddings %d: positions beyond it were never trained\n", ctx, n)
+// checkLongContext refuses windows longer than the positions a RoPE
+// scaling reaches (max_position_embeddings, or original_max_position_embeddings
+// × factor for llama3, max_position_embeddings × factor for linear, when
+// larger) and warns when they are longer than max_position_embeddings
+// without a scaling: positions beyond it were never trained.
+func checkLongContext(ctx int, cfg *checkpoint.Config, stderr io.Writer) error {
+	n := cfg.MaxPositionEmbeddings
+	if n <= 0 || ctx <= n {
+		return nil
 	}
+	if rs := cfg.RopeScaling; rs != nil {
+		reach := float64(n) * rs.Factor
+		if rs.Type == "llama3" {
+			reach = max(float64(n), float64(rs.OriginalMaxPositionEmbeddings)*rs.Factor)
+		}
+		if float64(ctx) > reach {
+			return fmt.Errorf("--ctx %d is longer than the model's max_position_embeddings %d, and its rope_scaling (%s, factor %g) does not extend it that far (%d positions): use a --ctx of at most %d",
+				ctx, n, rs.Type, rs.Factor, int(reach), int(reach))
+		}
+		fmt.Fprintf(stderr, "qppl: warning: --ctx %d is longer than the model's max_position_embeddings %d: only its rope_scaling (%s, factor %g) reaches that far\n", ctx, n, rs.Type, rs.Factor)
+		return nil
+	}
+	fmt.Fprintf(stderr, "qppl: warning: --ctx %d is longer than the model's max_position_embeddings %d: positions beyond it were never trained\n", ctx, n)
+	return nil
 }
 
 // prefixDataError names the command in the errors eval.Prepare finds in
@@ -287,15 +315,19 @@ func prefixDataError(cmd string, err error) error {
 
 // prepareOptions maps the data flags onto eval.Prepare: --tokens as is;
 // --text and --dataset tokenized with the model's tokenizer.json.
-func (o *evalOptions) prepareOptions(method compare.Method, dir string, cfg *checkpoint.Config, stderr io.Writer) eval.PrepareOptions {
+//
+// tokDir is where the model's tokenizer.json is looked for, cfgDir the
+// directory of its config.json and generation_config.json ("" for a GGUF
+// file).
+func (o *evalOptions) prepareOptions(method compare.Method, tokDir, cfgDir string, cfg *checkpoint.Config, stderr io.Writer) eval.PrepareOptions {
 	tok := o.Tokenizer
 	if tok == "" {
-		tok = dir
+		tok = tokDir
 	}
 	return eval.PrepareOptions{
 		Source:    eval.Source{Text: o.Text, TextReader: o.stdinFor(o.Text), Tokens: o.Tokens, Dataset: o.Dataset, Join: o.Join},
 		Tokenizer: tok,
-		Model:     modelVocabulary(cfg),
+		Model:     modelVocabulary(cfg, cfgDir),
 		Method:    method, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows,
 		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
 			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
@@ -313,8 +345,8 @@ func (o *evalOptions) stdinFor(name string) io.Reader {
 }
 
 // modelVocabulary is what eval.Prepare needs of config.json.
-func modelVocabulary(cfg *checkpoint.Config) eval.Vocabulary {
-	return eval.Vocabulary{Size: cfg.VocabSize, BOS: cfg.BOSTokenID, EOS: cfg.EOSTokenID}
+func modelVocabulary(cfg *checkpoint.Config, dir string) eval.Vocabulary {
+	return eval.Vocabulary{Size: cfg.VocabSize, BOS: cfg.BOSTokenID, EOS: cfg.EOSTokenID, Dir: dir}
 }
 
 // openBase opens --kld-base and checks it against the run before any
@@ -464,6 +496,9 @@ func (o *evalOptions) checkFlags(method compare.Method) error {
 	}
 	if n != 1 {
 		return errors.New("eval: give exactly one of --text FILE, --tokens FILE.i32 or --dataset wikitext2")
+	}
+	if err := compare.CheckBootstrap(o.Bootstrap); err != nil {
+		return fmt.Errorf("eval: %w", err)
 	}
 	if o.Dataset != "" && o.Dataset != "wikitext2" {
 		return fmt.Errorf("eval: unknown --dataset %q (want wikitext2)", o.Dataset)

@@ -222,7 +222,7 @@ func TestEvalKLD(t *testing.T) {
 	}
 	// u16 base: KLD close to the lossless one.
 	u16 := filepath.Join(dir, "base.u16.logp")
-	eval(base, "--save-logits", u16)
+	eval(base, "--save-logits", u16, "--logits-format", "u16") // f32 is the default (issue 11 item 4)
 	qu := eval(other, "--kld-base", u16)
 	if d := math.Abs(qu.KLD.Mean - q.KLD.Mean); d > 1e-3 || qu.KLD.BaseFormat != "u16" {
 		t.Errorf("u16 KLD %v vs f64 %v", qu.KLD.Mean, q.KLD.Mean)

@@ -97,6 +97,7 @@ func TestEvalGGUFRefusals(t *testing.T) {
 		{"missing", []string{"--model", filepath.Join(dir, "nope.gguf")}, []string{"nope.gguf"}},
 		{"other vocabulary", []string{"--model", g, "--tokenizer", editTok}, []string{"tokenizer.ggml.tokens", editTok}},
 		{"emu", []string{"--model", g, "--backend", "emu"}, []string{"GGUF"}},
+		{"allow unused", []string{"--model", g, "--allow-unused-tensors"}, []string{"--allow-unused-tensors", g}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runQPPL(t, append([]string{"eval", "--tokens", tokens, "--ctx", "32"}, c.args...)...)

@@ -101,6 +101,36 @@ func openLocalModel(model, tok string) (*evalModel, error) {
 	return em, nil
 }
 
+// configDir is the directory of the model's config.json and
+// generation_config.json, "" for a GGUF file (its metadata is the config).
+func (m *evalModel) configDir() string {
+	if m.gguf != nil {
+		return ""
+	}
+	return m.path
+}
+
+// usageTracker records which checkpoint tensors a backend reads.
+type usageTracker interface {
+	Stop()
+	Unused() []string
+}
+
+// noUsage is the tracker of a GGUF model: gguf.OpenModel already refuses
+// tensors the architecture does not use.
+type noUsage struct{}
+
+func (noUsage) Stop()            {}
+func (noUsage) Unused() []string { return nil }
+
+// trackUsage starts recording the tensors the backend reads.
+func (m *evalModel) trackUsage() usageTracker {
+	if m.gguf != nil {
+		return noUsage{}
+	}
+	return m.ckpt.TrackUsage()
+}
+
 // Close closes the model files.
 func (m *evalModel) Close() error {
 	if m.gguf != nil {
@@ -113,6 +143,9 @@ func (m *evalModel) Close() error {
 func (m *evalModel) openBackend(o backendOptions) (backends.Backend, error) {
 	if m.gguf == nil {
 		return openBackend(m.ckpt, o)
+	}
+	if o.AllowUnused {
+		return nil, usageErr(fmt.Errorf("--%s: the GGUF file %s is read whole (a tensor its architecture does not use is always refused)", flagAllowUnused, m.path))
 	}
 	switch o.Name {
 	case "", "reference":

@@ -72,15 +72,17 @@ func plotModels(sets []*suite.ResultSet, names []string) ([]plots.Model, error) 
 	seen := map[string]string{}
 	for i, rs := range sets {
 		for _, r := range rs.Results {
-			label := r.Label
-			if label == "" {
-				label = r.Model
-			}
+			label := plots.ResultLabel(r)
 			if prev, dup := seen[label]; dup {
 				return nil, fmt.Errorf("label %q appears in %s and %s: relabel one of them", label, prev, names[i])
 			}
 			seen[label] = names[i]
-			out = append(out, plots.FromResult(r, rs.Base != "" && label == rs.Base))
+			name := r.Label // the result set's name of the model
+			if name == "" {
+				name = r.Model
+			}
+			r.Label = label
+			out = append(out, plots.FromResult(r, rs.Base != "" && name == rs.Base))
 		}
 	}
 	return out, nil
@@ -104,7 +106,7 @@ func defaultSubtitle(rs *suite.ResultSet, y plots.YAxis) string {
 	if ctx == 0 && rs.Windows() == 0 {
 		return strings.Join(extra, ", ")
 	}
-	return plots.Subtitle(rs.DisplayName(), rs.Windows(), ctx, extra...)
+	return plots.Subtitle(shortDataName(rs.DisplayName()), rs.Windows(), ctx, extra...)
 }
 
 // savePlot renders the result sets to path and reports dropped points.
@@ -154,6 +156,7 @@ func savePlot(path string, sets []*suite.ResultSet, names []string, o plots.Opti
 func newPlotCmd() *cli.Command {
 	flags := append([]cli.Flag{
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output image (.png, .svg or .pdf); required"},
+		&cli.BoolFlag{Name: "allow-mixed-data", Usage: "plot result files evaluated on different data (refused by default: their points are not comparable)"},
 	}, plotFlags()...)
 	cmd := &cli.Command{
 		Name:      "plot",
@@ -162,7 +165,9 @@ func newPlotCmd() *cli.Command {
 		Description: `Reads result files written by "qppl compare --json" (or "qppl eval --json",
 or compare_q's printed result list) and draws a compare_q-style chart:
 one colour per format family (the label's first word, or a "[colour]" tag),
-points of a family joined by a dotted line, every point labelled.
+points of a family that differ only in weight bits joined by a dotted line,
+every point labelled; a log value axis when the values span more than two
+decades. Files evaluated on different data are refused (--allow-mixed-data).
 The format follows the extension of --out: .png, .svg or .pdf.
 Flags may come before or after the result files.`,
 		Flags:  flags,
@@ -195,6 +200,9 @@ func plotAction(c *cli.Context) error {
 			return usageErr(err)
 		}
 		sets = append(sets, rs)
+	}
+	if err := checkSameData(sets, c.Args().Slice(), c.Bool("allow-mixed-data")); err != nil {
+		return usageErr(fmt.Errorf("plot: %w", err))
 	}
 	if err := savePlot(c.String("out"), sets, c.Args().Slice(), o, c.App.ErrWriter); err != nil {
 		return err

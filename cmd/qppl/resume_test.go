@@ -29,7 +29,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(append([]string{"qppl"}, args...), os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// compare's default cache is the user cache directory: tests that
+	// give no --cache-dir must not write into the real one.
+	tmp, err := os.MkdirTemp("", "qppl-test-cache-")
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(99)
+	}
+	os.Setenv("XDG_CACHE_HOME", tmp)
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
 }
 
 // startChild starts `qppl args...` as a child process (this test binary).

@@ -15,7 +15,8 @@ import (
 // tokenizeOptions are the flags of `qppl tokenize`.
 type tokenizeOptions struct {
 	Tokenizer   string // tokenizer.json or a model directory
-	Text        string // --text FILE (encode)
+	Text        string // --text FILE (encode); "-" reads Stdin
+	Stdin       io.Reader
 	Special     bool   // add_special_tokens
 	Out         string // --out FILE.i32 (encode)
 	Decode      bool
@@ -31,7 +32,7 @@ func newTokenizeCmd() *cli.Command {
 			"qppl tokenize --decode --tokenizer FILE_OR_MODEL_DIR --tokens FILE.i32 [--skip-special]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json, or a model directory holding it (and tokenizer_config.json)"},
-			&cli.StringFlag{Name: "text", Usage: "UTF-8 text file to encode"},
+			&cli.StringFlag{Name: "text", Usage: "UTF-8 text file to encode (- reads standard input)"},
 			&cli.BoolFlag{Name: "special", Usage: "add special tokens (BOS, ...) as add_special_tokens=True does"},
 			&cli.StringFlag{Name: "out", Usage: "output token file (int32 little-endian), written atomically"},
 			&cli.BoolFlag{Name: "decode", Usage: "decode --tokens to text on stdout instead of encoding"},
@@ -45,7 +46,7 @@ func newTokenizeCmd() *cli.Command {
 			o := tokenizeOptions{
 				Tokenizer: c.String("tokenizer"), Text: c.String("text"), Special: c.Bool("special"),
 				Out: c.String("out"), Decode: c.Bool("decode"), Tokens: c.String("tokens"),
-				SkipSpecial: c.Bool("skip-special"),
+				SkipSpecial: c.Bool("skip-special"), Stdin: c.App.Reader,
 			}
 			return tokenizeRun(o, c.App.Writer, c.App.ErrWriter)
 		},
@@ -91,7 +92,12 @@ func tokenizeRun(o tokenizeOptions, stdout, stderr io.Writer) error {
 		_, err = io.WriteString(stdout, tk.Decode(ids, o.SkipSpecial))
 		return err
 	}
-	text, err := os.ReadFile(o.Text)
+	var text []byte
+	if o.Text == stdoutPath && o.Stdin != nil {
+		text, err = io.ReadAll(o.Stdin)
+	} else {
+		text, err = os.ReadFile(o.Text)
+	}
 	if err != nil {
 		return usageErr(fmt.Errorf("tokenize: %w", err))
 	}

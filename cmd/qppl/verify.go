@@ -174,7 +174,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 func verifyWindows(ctx context.Context, o verifyOptions, cfg *checkpoint.Config, stderr io.Writer) ([]backends.Window, error) {
 	po := eval.PrepareOptions{
 		Source:    eval.Source{Text: o.Text, Tokens: o.Tokens, Dataset: o.Dataset},
-		Tokenizer: o.Model, Model: modelVocabulary(cfg),
+		Tokenizer: o.Model, Model: modelVocabulary(cfg, ""),
 		Method: compare.MethodCompareQ, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Windows,
 		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
 			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})

@@ -14,8 +14,16 @@ import (
 	"github.com/qppl/qppl/dataset"
 )
 
-// DefaultCacheDir is the cache directory used when none is given.
-const DefaultCacheDir = ".qppl-cache"
+// DefaultCacheDir is the cache directory used when none is given: qppl
+// under the user cache directory ($XDG_CACHE_HOME, else ~/.cache, on
+// Linux; os.UserCacheDir).
+func DefaultCacheDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no user cache directory (%w): give --cache-dir", err)
+	}
+	return filepath.Join(d, "qppl"), nil
+}
 
 // Cache stores results on disk, one JSON file per key under
 // <Dir>/results/. A nil *Cache stores nothing.

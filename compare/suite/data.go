@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -47,7 +48,13 @@ type PrepareOptions struct {
 	// Model is what the base model's config.json says about token ids
 	// (zero Size: unknown, ids not checked here).
 	Model eval.Vocabulary
+	// Stdin is read for a data file "-" (qppl compare --text -), as a
+	// text tokenized as is, like qppl eval --text -.
+	Stdin io.Reader
 }
+
+// StdinFile is the data file name that reads standard input.
+const StdinFile = "-"
 
 // Prepare reads and tokenizes the data of s (once; cached by content) and
 // cuts the windows, through eval.Prepare: the same token stream, BOS and
@@ -69,6 +76,12 @@ func Prepare(s *DataSpec, o PrepareOptions) (*Data, error) {
 		Tokenizer: s.TokenizerDir, Model: o.Model,
 		Method: method, Ctx: s.EvalLen, Stride: s.EvalStride, Rows: s.MaxRows, AllRowsWhenShort: true,
 		AddSpecialTokens: s.AddSpecialTokens, CacheDir: o.CacheDir,
+	}
+	if s.DataFile == StdinFile {
+		if o.Stdin == nil {
+			return nil, errors.New("data spec: data_file \"-\" (standard input) is not available here")
+		}
+		po.Source.DataFile, po.Source.Text, po.Source.TextReader = "", StdinFile, o.Stdin
 	}
 	if s.TokensFile != "" && po.Tokenizer == "" {
 		po.Tokenizer = o.Tokenizer

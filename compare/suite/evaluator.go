@@ -42,6 +42,9 @@ type BackendEvaluator struct {
 	ExternalKey, ExternalPath string
 	// Runs, when set (--run-dir), journals every model's windows.
 	Runs *RunDir
+	// FreeSpace reads the free space before a base store is written (nil:
+	// statfs; tests fake it).
+	FreeSpace FreeSpace
 }
 
 // Engine implements Evaluator: backend, precision, base store encoding,
@@ -120,6 +123,9 @@ func (e *BackendEvaluator) Evaluate(ctx context.Context, job Job) (compare.Resul
 		}
 	}
 	if saveBase {
+		if err := e.checkStoreSpace(storePath, d, info.Vocab); err != nil {
+			return compare.Result{}, err
+		}
 		bs := eval.BaseStore{Path: storePath, Encoding: e.Encoding, KLMode: compare.KLMode(d.KLMode), KLRows: e.KLRows, ModelHash: job.ModelHash, Vocab: info.Vocab}
 		if o.Save, err = eval.CreateBaseStore(bs, d.Windows, d.Tokens, d.Info, d.Hash); err != nil {
 			return compare.Result{}, err
@@ -152,4 +158,30 @@ func (e *BackendEvaluator) Evaluate(ctx context.Context, job Job) (compare.Resul
 		return compare.Result{}, in
 	}
 	return out.Result, nil
+}
+
+// checkStoreSpace prints the size of the base store about to be written
+// and refuses it when its file system has less free space.
+func (e *BackendEvaluator) checkStoreSpace(path string, d *Data, vocab int) error {
+	klRows := 0
+	if compare.KLMode(d.KLMode) == compare.KLCompareQ {
+		klRows = e.KLRows
+	}
+	layout, err := compare.StoreLayout(d.Windows, compare.KLMode(d.KLMode), klRows)
+	if err != nil {
+		return eval.Input(err)
+	}
+	rb, err := compare.RecordBytes(e.Encoding, vocab)
+	if err != nil {
+		return eval.Input(err)
+	}
+	positions := 0
+	for _, w := range layout {
+		positions += w.Positions
+	}
+	what := fmt.Sprintf("base log-prob store (%d positions × %d-token vocabulary, %s)", positions, vocab, e.Encoding)
+	if err := CheckSpace(what, path, int64(positions)*int64(rb), e.FreeSpace, e.Progress); err != nil {
+		return eval.Input(err)
+	}
+	return nil
 }

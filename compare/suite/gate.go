@@ -85,6 +85,25 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// Comparable reports whether a result set of current's data can be gated
+// against baseline: the same token stream, data spec and (when both have
+// one) KL mode. qppl compare calls it with the prepared data before any
+// model runs; Gate calls it again.
+func Comparable(baseline, current *ResultSet) error {
+	if baseline.TokensHash != current.TokensHash {
+		return fmt.Errorf("baseline token stream %s differs from this run's %s: results are not comparable (same data, tokenizer and join required)", short(baseline.TokensHash), short(current.TokensHash))
+	}
+	if baseline.DataSpecHash != current.DataSpecHash {
+		return fmt.Errorf("baseline data spec %s (method %s, ctx %d, stride %d, rows %d) differs from this run's %s (method %s, ctx %d, stride %d, rows %d)",
+			short(baseline.DataSpecHash), baseline.Data.Method, baseline.Data.Ctx, baseline.Data.Stride, baseline.Data.Rows,
+			short(current.DataSpecHash), current.Data.Method, current.Data.Ctx, current.Data.Stride, current.Data.Rows)
+	}
+	if baseline.KLMode != "" && current.KLMode != "" && baseline.KLMode != current.KLMode {
+		return fmt.Errorf("baseline KL mode %q differs from this run's %q", baseline.KLMode, current.KLMode)
+	}
+	return nil
+}
+
 // Gate compares current with baseline model by model (matched by label).
 // Both must have the same data spec hash and token-stream hash (an error
 // otherwise, saying which differs). A model regresses when its PPL rises by
@@ -94,16 +113,8 @@ func plural(n int, one, many string) string {
 // fails the gate (MISSING) unless AllowMissing; models new in current are
 // listed.
 func Gate(baseline, current *ResultSet, t Thresholds) (*GateReport, error) {
-	if baseline.TokensHash != current.TokensHash {
-		return nil, fmt.Errorf("baseline token stream %s differs from this run's %s: results are not comparable (same data, tokenizer and join required)", short(baseline.TokensHash), short(current.TokensHash))
-	}
-	if baseline.DataSpecHash != current.DataSpecHash {
-		return nil, fmt.Errorf("baseline data spec %s (method %s, ctx %d, stride %d, rows %d) differs from this run's %s (method %s, ctx %d, stride %d, rows %d)",
-			short(baseline.DataSpecHash), baseline.Data.Method, baseline.Data.Ctx, baseline.Data.Stride, baseline.Data.Rows,
-			short(current.DataSpecHash), current.Data.Method, current.Data.Ctx, current.Data.Stride, current.Data.Rows)
-	}
-	if baseline.KLMode != "" && current.KLMode != "" && baseline.KLMode != current.KLMode {
-		return nil, fmt.Errorf("baseline KL mode %q differs from this run's %q", baseline.KLMode, current.KLMode)
+	if err := Comparable(baseline, current); err != nil {
+		return nil, err
 	}
 	rep := &GateReport{}
 	add := func(r GateRow) {

@@ -539,3 +539,20 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+func TestCheckSpace(t *testing.T) {
+	free := func(string) (uint64, error) { return 1000, nil }
+	var log strings.Builder
+	if err := CheckSpace("store", "/c/base/k.qlp", 999, free, &log); err != nil || log.String() != "store: 999 B → /c/base/k.qlp\n" {
+		t.Errorf("999 of 1000 bytes: %v, log %q", err, log.String())
+	}
+	err := CheckSpace("store", "/c/base/k.qlp", 3<<20, free, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "store needs 3 MiB but /c/base has 1000 B free") {
+		t.Errorf("3 MiB on 1000 bytes: %v", err)
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB", 1020 << 10: "1020 KiB", 20 << 30: "20 GiB", 3 << 40: "3 TiB"} {
+		if got := HumanBytes(n); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

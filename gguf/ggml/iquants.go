@@ -15,11 +15,16 @@ type grid struct {
 	codes  string
 }
 
-// at is the j-th value of entry i.
-func (g grid) at(i, j int) float32 {
-	c := uint(g.codes[2*i]) | uint(g.codes[2*i+1])<<8
+// code is entry i's packed level indices.
+func (g grid) code(i int) uint { return uint(g.codes[2*i]) | uint(g.codes[2*i+1])<<8 }
+
+// val is the j-th value of an entry's code.
+func (g grid) val(c uint, j int) float32 {
 	return float32(int8(g.levels[c>>(g.width*uint(j))&(1<<g.width-1)]))
 }
+
+// at is the j-th value of entry i.
+func (g grid) at(i, j int) float32 { return g.val(g.code(i), j) }
 
 // gridOf returns the codebook grid type t looks up and the values per
 // entry (IQ1_M shares IQ1_S's grid); ok is false for other types.
@@ -67,9 +72,9 @@ func decodeIQ2_XXS(b []byte, y []float32) {
 		a := le32(qs[8*ib+4:])
 		db := float32(d*(0.5+float32(a>>28))) * 0.25
 		for l := 0; l < 4; l++ {
-			s := ksign(a >> uint(7*l))
+			s, c := ksign(a>>uint(7*l)), grid.code(int(g[l]))
 			for j := 0; j < 8; j++ {
-				y[j] = signed(db*grid.at(int(g[l]), j), s, j)
+				y[j] = signed(db*grid.val(c, j), s, j)
 			}
 			y = y[8:]
 		}
@@ -90,9 +95,9 @@ func decodeIQ2_XS(b []byte, y []float32) {
 		}
 		for l := 0; l < 4; l++ {
 			q := uint32(le16(qs[2*(4*ib+l):]))
-			s := ksign(q >> 9)
+			s, c := ksign(q>>9), grid.code(int(q&511))
 			for j := 0; j < 8; j++ {
-				y[j] = signed(db[l/2]*grid.at(int(q&511), j), s, j)
+				y[j] = signed(db[l/2]*grid.val(c, j), s, j)
 			}
 			y = y[8:]
 		}
@@ -115,9 +120,9 @@ func decodeIQ2_S(b []byte, y []float32) {
 		}
 		for l := 0; l < 4; l++ {
 			idx := int(qs[4*ib+l]) | int(qh[ib])<<uint(8-2*l)&0x300
-			s := uint32(signs[4*ib+l])
+			s, c := uint32(signs[4*ib+l]), grid.code(idx)
 			for j := 0; j < 8; j++ {
-				y[j] = signed(db[l/2]*grid.at(idx, j), s, j)
+				y[j] = signed(db[l/2]*grid.val(c, j), s, j)
 			}
 			y = y[8:]
 		}
@@ -136,10 +141,10 @@ func decodeIQ3_XXS(b []byte, y []float32) {
 		db := float32(d*(0.5+float32(a>>28))) * 0.5
 		for l := 0; l < 4; l++ {
 			s := ksign(a >> uint(7*l))
-			g1, g2 := int(qs[8*ib+2*l]), int(qs[8*ib+2*l+1])
+			c1, c2 := grid.code(int(qs[8*ib+2*l])), grid.code(int(qs[8*ib+2*l+1]))
 			for j := 0; j < 4; j++ {
-				y[j] = signed(db*grid.at(g1, j), s, j)
-				y[j+4] = signed(db*grid.at(g2, j), s, j+4)
+				y[j] = signed(db*grid.val(c1, j), s, j)
+				y[j+4] = signed(db*grid.val(c2, j), s, j+4)
 			}
 			y = y[8:]
 		}
@@ -164,10 +169,10 @@ func decodeIQ3_S(b []byte, y []float32) {
 		for l := 0; l < 4; l++ {
 			g1 := int(qs[8*ib+2*l]) | int(qh[ib])<<uint(8-2*l)&256
 			g2 := int(qs[8*ib+2*l+1]) | int(qh[ib])<<uint(7-2*l)&256
-			s := uint32(signs[4*ib+l])
+			s, c1, c2 := uint32(signs[4*ib+l]), grid.code(g1), grid.code(g2)
 			for j := 0; j < 4; j++ {
-				y[j] = signed(db*grid.at(g1, j), s, j)
-				y[j+4] = signed(db*grid.at(g2, j), s, j+4)
+				y[j] = signed(db*grid.val(c1, j), s, j)
+				y[j+4] = signed(db*grid.val(c2, j), s, j+4)
 			}
 			y = y[8:]
 		}
@@ -191,9 +196,9 @@ func decodeIQ1_S(b []byte, y []float32) {
 			delta = -iq1Delta
 		}
 		for l := 0; l < 4; l++ {
-			idx := int(qs[4*ib+l]) | (qh>>uint(3*l)&7)<<8
+			c := grid.code(int(qs[4*ib+l]) | (qh>>uint(3*l)&7)<<8)
 			for j := 0; j < 8; j++ {
-				y[j] = dl * (grid.at(idx, j) + delta)
+				y[j] = dl * (grid.val(c, j) + delta)
 			}
 			y = y[8:]
 		}
@@ -232,8 +237,9 @@ func decodeIQ1_M(b []byte, y []float32) {
 			if l >= 2 {
 				dl = dl2
 			}
+			c := grid.code(idx[l])
 			for j := 0; j < 8; j++ {
-				y[j] = dl * (grid.at(idx[l], j) + delta)
+				y[j] = dl * (grid.val(c, j) + delta)
 			}
 			y = y[8:]
 		}

@@ -1,8 +1,8 @@
 // ggml.cu: exact decoding of llama.cpp's GGUF tensor types (ggml block
-// formats) into a scratch W[N][K] of the GEMM dtype odt. Each value is
+// formats) into a scratch W[N][K] of the GEMM dtype gemmDT. Each value is
 // computed in fp32 exactly as ggml's dequantize_row_<type> computes it (same
 // operations, same order, each rounded once: products that are then added
-// use __fmul_rn so nvcc cannot fuse them), then stored rounded to odt.
+// use __fmul_rn so nvcc cannot fuse them), then stored rounded to gemmDT.
 // Reference: package gguf/ggml's Dequantize (bit-identical fp32 values;
 // gguf/ggml's tests prove those against libggml itself).
 //
@@ -317,9 +317,9 @@ __device__ float gg_value(int type, const unsigned char *b, int j, const signed 
 }
 
 // dq_ggml decodes N rows of K values of ggml type typ from data into out
-// (dtype odt). grid: the type's codebook (ggml.Grid) or null.
+// (dtype gemmDT). grid: the type's codebook (ggml.Grid) or null.
 // Reference: gguf/ggml's Dequantize.
-EXTERN_C __global__ void dq_ggml(void *out, int odt, int N, int K, const unsigned char *data, int typ,
+EXTERN_C __global__ void dq_ggml(void *out, int gemmDT, int N, int K, const unsigned char *data, int typ,
 				 const signed char *grid) {
 	int bs, ts;
 	gg_block(typ, &bs, &ts);
@@ -329,6 +329,6 @@ EXTERN_C __global__ void dq_ggml(void *out, int odt, int N, int K, const unsigne
 		long long r = i / K;
 		int c = (int)(i - r * K);
 		const unsigned char *b = data + (size_t)(r * nb + c / bs) * ts;
-		st_dt(out, i, gg_value(typ, b, c % bs, grid), odt);
+		st_dt(out, i, gg_value(typ, b, c % bs, grid), gemmDT);
 	}
 }

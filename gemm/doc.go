@@ -1,0 +1,37 @@
+// Package gemm owns qppl's float64 matrix products: register-blocked 6×8
+// micro-kernels (Go assembly for AVX2+FMA on amd64 and NEON on arm64, a
+// pure-Go math.FMA fallback everywhere), the packing of both operands into
+// panels, L1/L2 blocking and the spreading of output blocks over goroutines.
+//
+// # Determinism
+//
+// Every element of every product is one chain of fused multiply-adds in
+// ascending k, starting from +0:
+//
+//	c[i][j] = fma(a[i][K-1], b[K-1][j], … fma(a[i][1], b[1][j], fma(a[i][0], b[0][j], 0)) …)
+//
+// An FMA rounds once, so the instructions (VFMADD231PD, FMLA) and Go's
+// math.FMA give the same bits. Blocking over k stores the running sum in C
+// and reloads it unchanged, so neither the block sizes, the tile a thread
+// happens to compute, the number of threads nor the kernel (assembly or
+// fallback) can change a single bit of the result: it depends only on the
+// operands. Tests assert this for many shapes, thread counts and every
+// kernel (make arm64-check runs them on arm64 under qemu); QPPL_NOASM=1
+// forces the fallback at run time.
+//
+// # Layout
+//
+// Operands are row-major float64 slices with a leading dimension, as in
+// BLAS. MulNT computes C = A·Bᵀ (B stored [n][k], e.g. a Linear's weight
+// [out][in]); MulNN computes C = A·B (B stored [k][n]). C is overwritten
+// (no alpha, no beta).
+//
+// # Speed
+//
+// A is packed once per call into panels of mr rows (shared by all
+// goroutines); each goroutine packs kc×nc blocks of B into its own buffer
+// and runs the mr×nr micro-kernel over them, so a B micro-panel stays in L1
+// while the A panels stream from L2. An Engine reuses its buffers across
+// calls and is not safe for concurrent use; a Worker is a single-goroutine
+// engine for callers that already run in parallel (attention heads).
+package gemm

@@ -1,0 +1,324 @@
+package gemm
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Micro-tile and cache blocking. Results do not depend on any of these
+// (see the package documentation); they only set the speed.
+const (
+	mr      = 6   // rows of A per micro-kernel
+	nr      = 8   // columns of B per micro-kernel
+	kcBlock = 256 // depth of a packed block: an nr×kc B micro-panel is 16 KiB (L1)
+	mcBlock = 96  // rows of A per L2 block (96×256×8 = 192 KiB)
+	ncBlock = 128 // columns of B per packed block (128×256×8 = 256 KiB, L2)
+	// serialWork is the product size (m·n·k) below which a call runs on
+	// the calling goroutine.
+	serialWork = 1 << 17
+)
+
+// kernel computes one mr×nr tile: acc = load ? C : 0, then for p in
+// [0, k) in order, acc[i][j] = fma(a[p·mr+i], b[p·nr+j], acc[i][j]), then C
+// = acc. a holds k·mr values, b k·nr values, c the tile at row stride ldc.
+type kernel func(k int, a, b, c []float64, ldc int, load bool)
+
+// Kernel names accepted by NewKernel.
+const (
+	KernelAuto = ""     // the fastest kernel the CPU supports, unless QPPL_NOASM=1
+	KernelGo   = "go"   // pure Go with math.FMA
+	KernelAVX2 = "avx2" // amd64 AVX2+FMA assembly
+	KernelNEON = "neon" // arm64 NEON (FMLA) assembly
+)
+
+// Kernels lists the kernels that run on this CPU, fallback first.
+func Kernels() []string {
+	ks := []string{KernelGo}
+	for _, k := range asmKernels() {
+		ks = append(ks, k.name)
+	}
+	return ks
+}
+
+// Engine runs products on up to Threads goroutines, reusing its packing
+// buffers across calls. It is not safe for concurrent use.
+type Engine struct {
+	name    string
+	kern    kernel
+	threads int
+	ap      []float64   // packed A, shared by the goroutines of a call
+	bp      [][]float64 // per goroutine: one packed kc×nc block of B
+}
+
+// New returns an Engine with the fastest kernel this CPU supports (the Go
+// fallback when the environment sets QPPL_NOASM=1). threads <= 0 means
+// runtime.GOMAXPROCS(0).
+func New(threads int) *Engine {
+	e, err := NewKernel(threads, KernelAuto)
+	if err != nil {
+		panic(err) // unreachable: auto always resolves
+	}
+	return e
+}
+
+// NewKernel is New with an explicit kernel name (see Kernels).
+func NewKernel(threads int, name string) (*Engine, error) {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	e := &Engine{threads: threads}
+	switch {
+	case name == KernelAuto && os.Getenv("QPPL_NOASM") == "1", name == KernelGo:
+		e.name, e.kern = KernelGo, kernGo
+	case name == KernelAuto:
+		e.name, e.kern = KernelGo, kernGo
+		if ks := asmKernels(); len(ks) > 0 {
+			e.name, e.kern = ks[len(ks)-1].name, ks[len(ks)-1].fn
+		}
+	default:
+		for _, k := range asmKernels() {
+			if k.name == name {
+				e.name, e.kern = k.name, k.fn
+			}
+		}
+		if e.kern == nil {
+			return nil, fmt.Errorf("gemm: kernel %q does not run on this CPU (have %v)", name, Kernels())
+		}
+	}
+	e.bp = make([][]float64, threads)
+	return e, nil
+}
+
+// Kernel names the micro-kernel in use.
+func (e *Engine) Kernel() string { return e.name }
+
+// Threads is the number of goroutines a call may use.
+func (e *Engine) Threads() int { return e.threads }
+
+// Worker returns a single-goroutine engine with the same kernel and its own
+// buffers, for callers that run products in parallel themselves.
+func (e *Engine) Worker() *Engine {
+	return &Engine{name: e.name, kern: e.kern, threads: 1, bp: make([][]float64, 1)}
+}
+
+// MulNT sets c[i][j] = Σ_p a[i][p]·b[j][p] for i < m, j < n, p < k: C = A·Bᵀ
+// with A [m][k] (row stride lda), B [n][k] (ldb), C [m][n] (ldc).
+func (e *Engine) MulNT(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	e.mul(m, n, k, a, lda, b, ldb, true, c, ldc)
+}
+
+// MulNN sets c[i][j] = Σ_p a[i][p]·b[p][j]: C = A·B with A [m][k], B [k][n].
+func (e *Engine) MulNN(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	e.mul(m, n, k, a, lda, b, ldb, false, c, ldc)
+}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+func checkOperand(what string, s []float64, rows, cols, ld int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	if ld < cols || len(s) < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: %s: %d×%d with stride %d does not fit in %d elements", what, rows, cols, ld, len(s)))
+	}
+}
+
+func (e *Engine) mul(m, n, k int, a []float64, lda int, b []float64, ldb int, transB bool, c []float64, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative size %d×%d×%d", m, n, k))
+	}
+	checkOperand("A", a, m, k, lda)
+	if transB {
+		checkOperand("B", b, n, k, ldb)
+	} else {
+		checkOperand("B", b, k, n, ldb)
+	}
+	checkOperand("C", c, m, n, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+		return
+	}
+	mp := (m + mr - 1) / mr * mr
+	panels := mp / mr
+	e.ap = grow(e.ap, mp*k)
+	ap := e.ap
+
+	threads := e.threads
+	if m*n*k < serialWork {
+		threads = 1
+	}
+	// Column blocks of ncBlock; rows split into chunks only when there are
+	// too few column blocks to keep every goroutine busy.
+	colBlocks := (n + ncBlock - 1) / ncBlock
+	chunks := 1
+	if colBlocks < 2*threads {
+		chunks = min(panels, (2*threads+colBlocks-1)/colBlocks)
+	}
+	chunkPanels := (panels + chunks - 1) / chunks
+	chunks = (panels + chunkPanels - 1) / chunkPanels
+	tasks := colBlocks * chunks
+
+	var nextA, nextT atomic.Int64
+	work := func(w int, wait func()) {
+		for {
+			p := int(nextA.Add(1)) - 1
+			if p >= panels {
+				break
+			}
+			packAPanel(ap, a, lda, m, mp, k, p)
+		}
+		wait()
+		e.bp[w] = grow(e.bp[w], ncBlock*min(k, kcBlock))
+		bp := e.bp[w]
+		for {
+			t := int(nextT.Add(1)) - 1
+			if t >= tasks {
+				break
+			}
+			jb, ch := t/chunks, t%chunks
+			j0, j1 := jb*ncBlock, min(n, (jb+1)*ncBlock)
+			r0, r1 := ch*chunkPanels, min(panels, (ch+1)*chunkPanels)
+			e.block(ap, mp, m, k, b, ldb, transB, bp, c, ldc, j0, j1, r0, r1)
+		}
+	}
+	if threads <= 1 {
+		work(0, func() {})
+		return
+	}
+	threads = min(threads, max(tasks, panels))
+	// Every goroutine packs A panels, then waits until all of A is packed
+	// before it multiplies.
+	var packed sync.WaitGroup
+	packed.Add(threads)
+	barrier := func() { packed.Done(); packed.Wait() }
+	var wg sync.WaitGroup
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(w, barrier)
+		}()
+	}
+	wg.Wait()
+}
+
+// packAPanel packs rows [p·mr, p·mr+mr) of A (zero rows past m) for every
+// k block: block starting at k0 (depth kb) holds panel p at k0·mp + p·mr·kb,
+// element [q][i] at +q·mr+i.
+func packAPanel(ap, a []float64, lda, m, mp, k, p int) {
+	i0 := p * mr
+	for k0 := 0; k0 < k; k0 += kcBlock {
+		kb := min(kcBlock, k-k0)
+		dst := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
+		for i := 0; i < mr; i++ {
+			if i0+i >= m {
+				for q := 0; q < kb; q++ {
+					dst[q*mr+i] = 0
+				}
+				continue
+			}
+			row := a[(i0+i)*lda+k0 : (i0+i)*lda+k0+kb]
+			for q, v := range row {
+				dst[q*mr+i] = v
+			}
+		}
+	}
+}
+
+// packB packs columns [j0, j1) and depths [k0, k0+kb) of B into bp: micro-
+// panel r (columns j0+r·nr…) at r·nr·kb, element [q][j] at +q·nr+j, zero
+// columns past j1.
+func packB(bp, b []float64, ldb int, transB bool, j0, j1, k0, kb int) {
+	for r := 0; j0+r*nr < j1; r++ {
+		dst := bp[r*nr*kb : (r+1)*nr*kb]
+		jr := j0 + r*nr
+		w := min(nr, j1-jr)
+		if transB && w == nr {
+			base := jr*ldb + k0
+			r0 := b[base : base+kb]
+			r1 := b[base+ldb : base+ldb+kb]
+			r2 := b[base+2*ldb : base+2*ldb+kb]
+			r3 := b[base+3*ldb : base+3*ldb+kb]
+			r4 := b[base+4*ldb : base+4*ldb+kb]
+			r5 := b[base+5*ldb : base+5*ldb+kb]
+			r6 := b[base+6*ldb : base+6*ldb+kb]
+			r7 := b[base+7*ldb : base+7*ldb+kb]
+			for q := range r0 {
+				d := (*[nr]float64)(dst[q*nr : q*nr+nr])
+				d[0], d[1], d[2], d[3] = r0[q], r1[q], r2[q], r3[q]
+				d[4], d[5], d[6], d[7] = r4[q], r5[q], r6[q], r7[q]
+			}
+			continue
+		}
+		if transB {
+			for j := 0; j < nr; j++ {
+				if j >= w {
+					for q := 0; q < kb; q++ {
+						dst[q*nr+j] = 0
+					}
+					continue
+				}
+				row := b[(jr+j)*ldb+k0 : (jr+j)*ldb+k0+kb]
+				for q, v := range row {
+					dst[q*nr+j] = v
+				}
+			}
+			continue
+		}
+		for q := 0; q < kb; q++ {
+			d := dst[q*nr : q*nr+nr]
+			src := b[(k0+q)*ldb+jr : (k0+q)*ldb+jr+w]
+			copy(d, src)
+			clear(d[w:])
+		}
+	}
+}
+
+// block computes C rows [r0·mr, min(m, r1·mr)) × columns [j0, j1) over the
+// whole depth k, in k blocks of kcBlock.
+func (e *Engine) block(ap []float64, mp, m, k int, b []float64, ldb int, transB bool, bp []float64, c []float64, ldc, j0, j1, r0, r1 int) {
+	var tmp [mr * nr]float64
+	for k0 := 0; k0 < k; k0 += kcBlock {
+		kb := min(kcBlock, k-k0)
+		packB(bp, b, ldb, transB, j0, j1, k0, kb)
+		load := k0 > 0
+		for rc := r0; rc < r1; rc += mcBlock / mr {
+			rce := min(r1, rc+mcBlock/mr)
+			for jr := j0; jr < j1; jr += nr {
+				bpan := bp[(jr-j0)*kb : (jr-j0+nr)*kb]
+				w := min(nr, j1-jr)
+				for p := rc; p < rce; p++ {
+					apan := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
+					i0 := p * mr
+					h := min(mr, m-i0)
+					if h == mr && w == nr {
+						e.kern(kb, apan, bpan, c[i0*ldc+jr:], ldc, load)
+						continue
+					}
+					if load {
+						for i := 0; i < h; i++ {
+							copy(tmp[i*nr:i*nr+w], c[(i0+i)*ldc+jr:])
+						}
+					}
+					e.kern(kb, apan, bpan, tmp[:], nr, load)
+					for i := 0; i < h; i++ {
+						copy(c[(i0+i)*ldc+jr:(i0+i)*ldc+jr+w], tmp[i*nr:i*nr+w])
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !amd64 && !arm64
+
+package gemm
+
+func asmKernels() []asmKernel { return nil }

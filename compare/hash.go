@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -50,8 +52,12 @@ func (d DataSpec) Hash() string {
 
 // ModelFiles lists the files of a model directory that define its weights:
 // config.json, model.safetensors.index.json when present, and every
-// *.safetensors file, sorted by name.
+// *.safetensors file, sorted by name; for a .gguf file, the file (every
+// part, in order, of a split model).
 func ModelFiles(dir string) ([]string, error) {
+	if st, err := os.Stat(dir); err == nil && st.Mode().IsRegular() && strings.HasSuffix(strings.ToLower(dir), ".gguf") {
+		return ggufFiles(dir), nil
+	}
 	var files []string
 	for _, name := range []string{"config.json", "model.safetensors.index.json"} {
 		p := filepath.Join(dir, name)
@@ -110,4 +116,22 @@ func shortHash(h string) string {
 		return "(none)"
 	}
 	return strings.Clone(h)
+}
+
+// ggufSplit matches llama.cpp's split GGUF names, PREFIX-00001-of-00003.gguf.
+var ggufSplit = regexp.MustCompile(`^(.*)-([0-9]{5})-of-([0-9]{5})\.gguf$`)
+
+// ggufFiles lists a GGUF model's files: the file, or every part of a split
+// model in order.
+func ggufFiles(path string) []string {
+	sm := ggufSplit.FindStringSubmatch(filepath.Base(path))
+	if sm == nil {
+		return []string{path}
+	}
+	n, _ := strconv.Atoi(sm[3])
+	var out []string
+	for i := 1; i <= n; i++ {
+		out = append(out, filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-%05d-of-%05d.gguf", sm[1], i, n)))
+	}
+	return out
 }

@@ -61,6 +61,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			newVerifyCmd(),
 			newTokenizeCmd(),
 			newQuantizeCmd(),
+			newConvertCmd(),
 			newInspectCmd(),
 			newFixtureCmd(),
 			newMergeCmd(),

@@ -18,8 +18,8 @@ import (
 	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/dataset/hub"
 	"github.com/qppl/qppl/eval"
+	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/plots"
-	"github.com/qppl/qppl/quant"
 )
 
 func newCompareCmd() *cli.Command {
@@ -237,7 +237,11 @@ func modelName(ms suite.ModelSpec) string {
 // data is read (which may need the first model's tokenizer).
 func (o *compareOptions) checkModelDirs() error {
 	for _, ms := range o.Models {
-		if st, err := os.Stat(ms.ModelDir); err != nil || !st.IsDir() {
+		if isGGUFPath(ms.ModelDir) {
+			if st, err := os.Stat(ms.ModelDir); err != nil || !st.Mode().IsRegular() {
+				return usageErr(fmt.Errorf("%s: %s: no such GGUF file", modelName(ms), ms.ModelDir))
+			}
+		} else if st, err := os.Stat(ms.ModelDir); err != nil || !st.IsDir() {
 			return usageErr(fmt.Errorf("%s: %s: no such directory", modelName(ms), ms.ModelDir))
 		}
 	}
@@ -259,17 +263,20 @@ func (o *compareOptions) checkInputs(data *suite.Data, baseline *suite.ResultSet
 	}
 	for _, ms := range o.Models {
 		name := modelName(ms)
-		m, err := arch.OpenDir(ms.ModelDir)
+		m, err := openLocalModel(ms.ModelDir, "") // a directory or GGUF file (ggufmodel.go)
 		if err != nil {
 			return usageErr(fmt.Errorf("%s: %w", name, err))
 		}
-		_, err = quant.Inspect(m)
+		_, err = m.inspect()
 		cfg := m.Config
 		m.Close()
 		if err != nil {
 			return usageErr(fmt.Errorf("%s: %w", name, err))
 		}
 		cfgName := filepath.Join(ms.ModelDir, "config.json")
+		if isGGUFPath(ms.ModelDir) {
+			cfgName = ms.ModelDir // the metadata is the config
+		}
 		if ref == 0 {
 			ref, refName = cfg.VocabSize, cfgName
 		}
@@ -308,10 +315,15 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 		}
 		return res.Paths[0], nil
 	}}
-	if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
+	po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
+	if isGGUFPath(o.Tokenizer) { // a GGUF base: its metadata, tokenizer.json beside it
+		po.Tokenizer = filepath.Dir(o.Tokenizer)
+		if g, err := gguf.OpenModel(o.Tokenizer, ggufOptions()); err == nil {
+			po.Model = modelVocabulary(g.Config, "")
+			g.Close()
+		}
+	} else if cfg, err := arch.LoadConfig(o.Tokenizer); err == nil {
 		po.Model = modelVocabulary(cfg, "")
-	} else {
-		po.Model = eval.Vocabulary{BOS: -1, EOS: -1}
 	}
 	data, err := suite.Prepare(o.Spec, po)
 	if err != nil {
@@ -480,6 +492,9 @@ func compareInputs(c *cli.Context, warn func(string)) (*suite.DataSpec, []suite.
 					spec.TokenizerDir = m.ModelDir
 				}
 			}
+			if isGGUFPath(spec.TokenizerDir) {
+				spec.TokenizerDir = filepath.Dir(spec.TokenizerDir) // tokenizer.json beside the file
+			}
 		}
 	}
 	if err := checkTokenizerModels(spec.TokenizerDir, models); err != nil {
@@ -630,16 +645,16 @@ func writeResultTable(w io.Writer, rs *suite.ResultSet) {
 // openForCompare opens a model and its backend for suite's evaluator.
 func openForCompare(bo backendOptions) func(dir string) (*suite.Opened, error) {
 	return func(dir string) (*suite.Opened, error) {
-		m, err := arch.OpenDir(dir)
+		m, err := openLocalModel(dir, "") // a directory or GGUF file (ggufmodel.go)
 		if err != nil {
 			return nil, usageErr(err)
 		}
-		rep, err := quant.Inspect(m)
+		rep, err := m.inspect()
 		if err != nil {
 			m.Close()
 			return nil, usageErr(err)
 		}
-		be, err := openBackend(m, bo)
+		be, err := m.openBackend(bo)
 		if err != nil {
 			m.Close()
 			return nil, err

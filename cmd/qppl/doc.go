@@ -3,12 +3,13 @@
 //
 // Usage:
 //
-//	qppl eval     --model DIR (--text FILE | --tokens FILE.i32 | --dataset wikitext2) [options]
+//	qppl eval     --model DIR|FILE.gguf (--text FILE | --tokens FILE.i32 | --dataset wikitext2) [options]
 //	qppl compare  (-d data.json -m models.json | --base DIR --model DIR --label L ...) [options]
 //	qppl plot     RESULTS.json... --out FILE.{png,svg,pdf}
 //	qppl verify   --model DIR --backends reference,emu|cuda
 //	qppl tokenize --tokenizer DIR --text FILE --out FILE.i32
 //	qppl quantize --model DIR --scheme S --out DIR
+//	qppl convert  --model DIR --to gguf --out FILE.gguf [--type f32|f16]
 //	qppl inspect  --model DIR
 //	qppl fixture  --arch MODEL_TYPE --out DIR       (qppl fixture --help lists them)
 //	qppl merge    DIR...
@@ -16,7 +17,8 @@
 //
 // The package is wiring only: each command turns its flags into an options
 // struct and calls a run function (eval.go, compare.go, ...); openBackend
-// in backend.go is the one place that names concrete backends. main calls
+// in backend.go is the one place that names concrete backends (GGUF
+// models: ggufmodel.go). main calls
 // run (app.go), which maps every error to an exit code:
 //
 //	0        ok

@@ -12,13 +12,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/dataset/hub"
 	"github.com/qppl/qppl/eval"
-	"github.com/qppl/qppl/quant"
 )
 
 // evalOptions are the flags of `qppl eval`.
@@ -28,7 +26,7 @@ type evalOptions struct {
 	Label    string
 
 	Text      string    // --text FILE
-	Tokenizer string    // --tokenizer (default: the model directory's)
+	Tokenizer string    // --tokenizer (default: the model directory's, or tokenizer.json beside a GGUF file)
 	Stdin     io.Reader // read for --text -
 	Tokens    string    // --tokens FILE.i32
 	Dataset   string    // --dataset wikitext2
@@ -89,11 +87,11 @@ func newEvalCmd() *cli.Command {
 // evalFlags are the flags of `qppl eval` but the shared backend flags.
 func evalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "model", Usage: "model directory or Hugging Face hub id (org/name)"},
+		&cli.StringFlag{Name: "model", Usage: "model directory, GGUF file or Hugging Face hub id (org/name)"},
 		&cli.StringFlag{Name: "revision", Usage: "hub revision of --model"},
 		&cli.StringFlag{Name: "label", Usage: "label of the model in results and plots"},
 		&cli.StringFlag{Name: "text", Usage: "UTF-8 text file, tokenized with the model's tokenizer.json"},
-		&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json or its directory (as compare's --tokenizer)", DefaultText: "the model's"},
+		&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json or its directory (as compare's --tokenizer); for a GGUF --model, refused when it disagrees with the file's vocabulary", DefaultText: "the model's; tokenizer.json beside a GGUF file"},
 		&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file, used as is"},
 		&cli.StringFlag{Name: "dataset", Usage: "named dataset: wikitext2 (WikiText-2 raw v1 test)"},
 		&cli.StringFlag{Name: "data", Usage: "file for --dataset (rows JSONL, parquet, wiki.test.raw or text)"},
@@ -172,16 +170,17 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return usageErr(err)
 	}
-	m, dir, err := openEvalModel(ctx, o.Model, o.Revision, stderr)
+	m, err := openEvalModel(ctx, o.Model, o.Revision, o.Tokenizer, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	dir := m.path // the model directory, or the .gguf file
 	o.fitWindow(method, m.Config)
 	if err := checkLongContext(o.Ctx, m.Config, stderr); err != nil {
 		return usageErr(fmt.Errorf("eval: %s: %w", dir, err))
 	}
-	data, err := eval.Prepare(ctx, o.prepareOptions(method, dir, m.Config, stderr))
+	data, err := eval.Prepare(ctx, o.prepareOptions(method, m.tokDir, m.configDir(), m.Config, stderr))
 	if err != nil {
 		return usageErr(prefixDataError("eval", err))
 	}
@@ -211,8 +210,8 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 		defer save.Abort()
 	}
-	usage := m.TrackUsage() // the backend refuses unused tensors unless allowed: then they are recorded
-	be, err := openBackend(m, o.Backend)
+	usage := m.trackUsage() // the backend refuses unused tensors unless allowed: then they are recorded
+	be, err := m.openBackend(o.Backend)
 	usage.Stop()
 	if err != nil {
 		return err
@@ -269,25 +268,6 @@ func progressHeader(data *eval.Data, dir string, id *eval.Identity) string {
 	return h + fmt.Sprintf("model: %s (%s; backend %s %s)", dir, format, id.Backend, id.Precision)
 }
 
-// openEvalModel resolves --model (a directory or a hub id) and opens it;
-// an unsupported quantization is an input error found before anything
-// runs.
-func openEvalModel(ctx context.Context, model, revision string, stderr io.Writer) (*checkpoint.Model, string, error) {
-	dir, err := hub.ResolveModel(ctx, model, hub.ModelOptions{Revision: revision, Progress: stderr})
-	if err != nil {
-		return nil, "", usageErr(err)
-	}
-	m, err := arch.OpenDir(dir)
-	if err != nil {
-		return nil, "", usageErr(err)
-	}
-	if _, err := quant.ParseJSON(m.Config.QuantizationConfig, m.Config.TorchDtype, filepath.Join(dir, checkpoint.ConfigFile)); err != nil {
-		m.Close()
-		return nil, "", usageErr(fmt.Errorf("eval: %w", err))
-	}
-	return m, dir, nil
-}
-
 // fitWindow sets the window length lm-eval takes from the model
 // (max_position_embeddings, as lm-eval's max_length) and the backend's
 // maximum window.
@@ -339,15 +319,19 @@ func prefixDataError(cmd string, err error) error {
 
 // prepareOptions maps the data flags onto eval.Prepare: --tokens as is;
 // --text and --dataset tokenized with the model's tokenizer.json.
-func (o *evalOptions) prepareOptions(method compare.Method, dir string, cfg *checkpoint.Config, stderr io.Writer) eval.PrepareOptions {
+//
+// tokDir is where the model's tokenizer.json is looked for, cfgDir the
+// directory of its config.json and generation_config.json ("" for a GGUF
+// file).
+func (o *evalOptions) prepareOptions(method compare.Method, tokDir, cfgDir string, cfg *checkpoint.Config, stderr io.Writer) eval.PrepareOptions {
 	tok := o.Tokenizer
 	if tok == "" {
-		tok = dir
+		tok = tokDir
 	}
 	return eval.PrepareOptions{
 		Source:    eval.Source{Text: o.Text, TextReader: o.stdinFor(o.Text), Tokens: o.Tokens, Dataset: o.Dataset, Join: o.Join},
 		Tokenizer: tok,
-		Model:     modelVocabulary(cfg, dir),
+		Model:     modelVocabulary(cfg, cfgDir),
 		Method:    method, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Rows,
 		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
 			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
@@ -409,7 +393,7 @@ func (o *evalOptions) openBase(data *eval.Data, vocab int) (*compare.Store, comp
 
 // identity is everything that decides this run's result but the windows'
 // scores (the journal header of --run-dir).
-func (o *evalOptions) identity(m *checkpoint.Model, info backends.Info, data *eval.Data, klMode compare.KLMode, modelHash string, shard compare.Shard, base *compare.Store, stderr io.Writer) *eval.Identity {
+func (o *evalOptions) identity(m *evalModel, info backends.Info, data *eval.Data, klMode compare.KLMode, modelHash string, shard compare.Shard, base *compare.Store, stderr io.Writer) *eval.Identity {
 	id := &eval.Identity{
 		Version: eval.IdentityVersion, Command: "eval",
 		Model: o.Model, ModelHash: modelHash, Label: o.Label, Backend: info.Name, Precision: info.Precision,
@@ -419,7 +403,7 @@ func (o *evalOptions) identity(m *checkpoint.Model, info backends.Info, data *ev
 	if o.Shard != "" {
 		id.Shard = fmt.Sprintf("%d/%d", shard.I, shard.N)
 	}
-	if rep, err := quant.Inspect(m); err != nil {
+	if rep, err := m.inspect(); err != nil {
 		fmt.Fprintf(stderr, "qppl: warning: bits per weight not available: %v\n", err)
 	} else {
 		id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format = rep.BPWLayer, rep.BPWHead, rep.VRAMGB, rep.Format

@@ -16,10 +16,10 @@ func newInspectCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "print each Linear's stored format and compare_q's bits-per-weight accounting",
-		UsageText: "qppl inspect --model DIR [--json]",
+		UsageText: "qppl inspect --model DIR|FILE.gguf [--json]",
 		Before:    requireFlags("model"),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "model directory"},
+			&cli.StringFlag{Name: "model", Usage: "model directory or GGUF file"},
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON"},
 		},
 		Action: func(c *cli.Context) error {
@@ -29,6 +29,9 @@ func newInspectCmd() *cli.Command {
 }
 
 func inspectRun(w io.Writer, dir string, asJSON bool) error {
+	if isGGUFPath(dir) {
+		return inspectGGUF(w, dir, asJSON) // ggufmodel.go
+	}
 	m, err := arch.OpenDir(dir)
 	if err != nil {
 		return usageErr(err)
@@ -43,6 +46,11 @@ func inspectRun(w io.Writer, dir string, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
+	return writeInspect(w, r)
+}
+
+// writeInspect prints a bpw report as a table and summary.
+func writeInspect(w io.Writer, r *quant.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "module\tformat\tout\tin\tbytes\tbpw\t")
 	for _, mi := range r.Modules {

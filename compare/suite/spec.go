@@ -194,7 +194,8 @@ type ModelSpec struct {
 }
 
 // hfLoaders are compare_q load_fn values that read Hugging Face
-// checkpoints, which qppl's loader reads too.
+// checkpoints, which qppl's loader reads too. load_fn "llamacpp" (a .gguf
+// model_dir, as exllamav3's eval/spec/*_gguf.json) is read by package gguf.
 var hfLoaders = map[string]bool{"": true, "qppl": true, "transformers": true, "transformers_auto": true, "transformers_auto_bf16": true, "transformers_mm": true}
 
 // ParseModelSpecs decodes a compare_q model spec file (a JSON list of
@@ -246,7 +247,13 @@ func ParseModelSpecs(data []byte, name string) ([]ModelSpec, []string, error) {
 			return nil, warn, fmt.Errorf("model spec %s: model_dir is empty", src)
 		}
 		m.ModelDir = dir
-		if !hfLoaders[m.LoadFn] {
+		isGGUF := strings.HasSuffix(strings.ToLower(dir), ".gguf")
+		switch {
+		case m.LoadFn == "llamacpp" && !isGGUF:
+			return nil, warn, fmt.Errorf("model spec %s: load_fn \"llamacpp\" needs a .gguf model_dir, got %s", src, dir)
+		case m.LoadFn == "llamacpp" || isGGUF:
+			// A GGUF file, read natively (package gguf).
+		case !hfLoaders[m.LoadFn]:
 			warn = append(warn, fmt.Sprintf("model spec %s: load_fn %q is not a Hugging Face loader; qppl's own loader will read %s (safetensors checkpoints only)", src, m.LoadFn, dir))
 		}
 		if m.Label == "" {

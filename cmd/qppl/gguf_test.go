@@ -1,0 +1,283 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qppl/qppl/compare"
+	"github.com/qppl/qppl/compare/suite"
+	"github.com/qppl/qppl/gguf"
+)
+
+// TestEvalGGUF: qppl eval --model FILE.gguf (the F32 conversion of a
+// fixture, tokenizer.json beside it) gives the safetensors model's PPL
+// bit for bit, from a text file too; bpw is accounted from the GGUF.
+func TestEvalGGUF(t *testing.T) {
+	model, tokens := evalFixture(t, 1, 130)
+	dir := t.TempDir()
+	g := filepath.Join(dir, "model.gguf")
+	if err := gguf.ConvertFile(model, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	outST, outG := filepath.Join(dir, "st.json"), filepath.Join(dir, "g.json")
+	if code, _, stderr := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "32", "--stride", "16", "--json", outST); code != 0 {
+		t.Fatalf("safetensors: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runQPPL(t, "eval", "--model", g, "--tokens", tokens, "--ctx", "32", "--stride", "16", "--json", outG); code != 0 {
+		t.Fatalf("gguf: exit %d: %s", code, stderr)
+	}
+	rs, _ := readResult(t, outST)
+	rg, _ := readResult(t, outG)
+	if rs.PPL != rg.PPL || rs.TokensScored != rg.TokensScored || !(rs.PPL > 1) {
+		t.Fatalf("GGUF PPL %v (%d tokens), safetensors %v (%d)", rg.PPL, rg.TokensScored, rs.PPL, rs.TokensScored)
+	}
+	if rg.BPWLayer != 32 || rg.BPWHead != 32 || rg.Format != "gguf-f32" {
+		t.Errorf("GGUF bpw %v/%v format %q, want 32/32 gguf-f32", rg.BPWLayer, rg.BPWHead, rg.Format)
+	}
+
+	// --text: the tokenizer beside the .gguf (absent) or --tokenizer.
+	text := filepath.Join(dir, "t.txt")
+	os.WriteFile(text, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 20)), 0o644)
+	code, _, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16")
+	if code != 2 || !strings.Contains(stderr, "tokenizer.json") {
+		t.Fatalf("--text without a tokenizer: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16", "--tokenizer", model)
+	_, stdoutST, _ := runQPPL(t, "eval", "--model", model, "--text", text, "--ctx", "32", "--stride", "16")
+	if code != 0 || pplLine(stdout) != pplLine(stdoutST) || pplLine(stdout) == "" {
+		t.Fatalf("--tokenizer: exit %d: %s\n%s\nsafetensors:\n%s", code, stderr, stdout, stdoutST)
+	}
+}
+
+// pplLine returns the summary's PPL line.
+func pplLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "PPL") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestEvalGGUFRefusals: a hostile or mismatched GGUF is exit 2 with the
+// file and field named, before any work.
+func TestEvalGGUFRefusals(t *testing.T) {
+	model, tokens := evalFixture(t, 1, 130)
+	dir := t.TempDir()
+	g := filepath.Join(dir, "model.gguf")
+	if err := gguf.ConvertFile(model, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(g)
+	trunc := filepath.Join(dir, "trunc.gguf")
+	os.WriteFile(trunc, data[:len(data)/2], 0o644)
+	lying := filepath.Join(dir, "lying.gguf")
+	bad := append([]byte(nil), data...)
+	bad[15] = 0x10 // tensor_count's high byte
+	os.WriteFile(lying, bad, 0o644)
+
+	// A tokenizer whose id 511 is another string.
+	editTok := filepath.Join(dir, "tok")
+	os.MkdirAll(editTok, 0o755)
+	tj, _ := os.ReadFile(filepath.Join(model, "tokenizer.json"))
+	tj = []byte(strings.ReplaceAll(string(tj), "<|end_of_text|>", "<|eot|>"))
+	os.WriteFile(filepath.Join(editTok, "tokenizer.json"), tj, 0o644)
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"truncated", []string{"--model", trunc}, []string{trunc, "truncated"}},
+		{"lying count", []string{"--model", lying}, []string{lying, "tensor_count"}},
+		{"missing", []string{"--model", filepath.Join(dir, "nope.gguf")}, []string{"nope.gguf"}},
+		{"other vocabulary", []string{"--model", g, "--tokenizer", editTok}, []string{"tokenizer.ggml.tokens", editTok}},
+		{"emu", []string{"--model", g, "--backend", "emu"}, []string{"GGUF"}},
+		{"allow unused", []string{"--model", g, "--allow-unused-tensors"}, []string{"--allow-unused-tensors", g}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runQPPL(t, append([]string{"eval", "--tokens", tokens, "--ctx", "32"}, c.args...)...)
+			if code != 2 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q: %s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestConvertCommand: qppl convert --to gguf writes a file that qppl eval
+// reads back with the safetensors PPL (f32), and refuses bad flags and
+// models with exit 2.
+func TestConvertCommand(t *testing.T) {
+	model, tokens := evalFixture(t, 1, 130)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.gguf")
+	code, stdout, stderr := runQPPL(t, "convert", "--model", model, "--to", "gguf", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "wrote "+out) {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	_, a, _ := runQPPL(t, "eval", "--model", out, "--tokens", tokens, "--ctx", "32")
+	_, b, _ := runQPPL(t, "eval", "--model", model, "--tokens", tokens, "--ctx", "32")
+	if pplLine(a) == "" || pplLine(a) != pplLine(b) {
+		t.Fatalf("GGUF %q vs safetensors %q", pplLine(a), pplLine(b))
+	}
+	f16 := filepath.Join(dir, "m16.gguf")
+	if code, _, stderr := runQPPL(t, "convert", "--model", model, "--to", "gguf", "--out", f16, "--type", "f16"); code != 0 {
+		t.Fatalf("f16: exit %d: %s", code, stderr)
+	}
+	if st16, _ := os.Stat(f16); st16 == nil {
+		t.Fatal("no f16 file")
+	}
+	for _, args := range [][]string{
+		{"--model", model, "--to", "onnx", "--out", out},
+		{"--model", model, "--to", "gguf", "--out", filepath.Join(dir, "x.bin")},
+		{"--model", model, "--to", "gguf", "--out", out, "--type", "q4_0"},
+		{"--model", filepath.Join(dir, "none"), "--to", "gguf", "--out", out},
+		{"--model", model, "--to", "gguf", "--out", filepath.Join(dir, "no", "x.gguf")},
+	} {
+		if code, stdout, stderr := runQPPL(t, append([]string{"convert"}, args...)...); code != 2 || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %s", args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestCompareGGUFSpec: a compare_q model spec entry with "load_fn":
+// "llamacpp" and a .gguf model_dir is scored natively on the same windows
+// as the safetensors base: the F32 conversion has the base's PPL exactly
+// and zero KL (up to the base store's encoding); a llamacpp entry without
+// a .gguf is a usage error.
+func TestCompareGGUFSpec(t *testing.T) {
+	dir, base, _, text := cmpFixtures(t)
+	g := filepath.Join(dir, "gg", "base-f32.gguf")
+	os.MkdirAll(filepath.Dir(g), 0o755)
+	if err := gguf.ConvertFile(base, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "data.json")
+	os.WriteFile(ds, []byte(`{"tokenize_fn": "transformers", "tokenizer_dir": "`+base+`", "dataset": "demo", "data_file": "`+text+`", "eval_stride": 16, "eval_len": 32, "max_rows": 3}`), 0o644)
+	ms := filepath.Join(dir, "models.json")
+	os.WriteFile(ms, []byte(`[
+		{"model_dir": "`+g+`", "load_fn": "llamacpp", "fwd_fn": "llamacpp", "label": "GGUF F32"},
+		{"model_dir": "`+base+`", "load_fn": "transformers_auto", "fwd_fn": "transformers", "label": "FP32", "out_logits": "`+filepath.Join(dir, "logits")+`"}
+	]`), 0o644)
+	res := filepath.Join(dir, "r.json")
+	code, out, errs := cmpRun(t, dir, "compare", "-d", ds, "-m", ms, "--cache-dir", filepath.Join(dir, "c"), "--json", res)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Contains(errs, "not a Hugging Face loader") {
+		t.Errorf("llamacpp loader warned about: %s", errs)
+	}
+	rs, err := suite.LoadResults(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gr, br *compare.Result
+	for i := range rs.Results {
+		switch rs.Results[i].Label {
+		case "GGUF F32":
+			gr = &rs.Results[i]
+		case "FP32":
+			br = &rs.Results[i]
+		}
+	}
+	if gr == nil || br == nil || gr.KLD == nil {
+		t.Fatalf("results %+v", rs.Results)
+	}
+	if gr.PPL != br.PPL || gr.TokensScored != br.TokensScored || !(math.Abs(gr.KLD.Mean) < 1e-6) || gr.BPWLayer != 32 || gr.Format != "gguf-f32" {
+		t.Errorf("GGUF PPL %v KLD %v bpw %v %s; base PPL %v", gr.PPL, gr.KLD.Mean, gr.BPWLayer, gr.Format, br.PPL)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`[{"model_dir": "`+base+`", "load_fn": "llamacpp", "label": "x", "out_logits": "`+dir+`"}]`), 0o644)
+	if code, _, errs := cmpRun(t, dir, "compare", "-d", ds, "-m", bad, "--cache-dir", filepath.Join(dir, "c")); code != exitUsage || !strings.Contains(errs, ".gguf") {
+		t.Errorf("llamacpp without .gguf: exit %d %s", code, errs)
+	}
+}
+
+// TestInspectGGUF: qppl inspect on a GGUF file whose layer-0 down_proj is
+// Q8_0 (the rest F32): compare_q's bpw accounting with that tensor at
+// 8.5 bpw, and the per-type breakdown.
+func TestInspectGGUF(t *testing.T) {
+	model, _ := evalFixture(t, 1, 10)
+	dir := t.TempDir()
+	g := filepath.Join(dir, "m.gguf")
+	if err := gguf.ConvertFile(model, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gguf.OpenModel(g, gguf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []gguf.WriteTensor
+	var down int64
+	for _, ti := range src.Files[0].Tensors {
+		raw, _ := src.Files[0].ReadRaw(ti.Name)
+		wt := gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: raw}
+		if ti.Name == "blk.0.ffn_down.weight" {
+			down = ti.Numel()
+			wt.Type, wt.Data = gguf.Q8_0, make([]byte, ti.Numel()/32*34)
+		}
+		ts = append(ts, wt)
+	}
+	kvs := src.Files[0].KVs
+	src.Close()
+	mixed := filepath.Join(dir, "mixed.gguf")
+	fh, _ := os.Create(mixed)
+	if err := gguf.Write(fh, kvs, ts); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	code, stdout, stderr := runQPPL(t, "inspect", "--model", mixed)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// 2 layers × 7 Linears of the fixture; one is Q8_0.
+	var total int64
+	m, _ := gguf.OpenModel(g, gguf.Options{})
+	for i := 0; i < m.Spec.Layers; i++ {
+		for _, l := range m.Spec.LayerLinears(i) {
+			total += int64(l.Out * l.In)
+		}
+	}
+	m.Close()
+	want := (float64(total-down)*32 + float64(down)*8.5) / float64(total)
+	for _, s := range []string{"format mixed: gguf-f32, gguf-q8_0", fmt.Sprintf("decoder layers: %.4f bpw", want), "q8_0", "8.5000", "per ggml type"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("inspect lacks %q:\n%s", s, stdout)
+		}
+	}
+	if code, _, _ := runQPPL(t, "inspect", "--model", filepath.Join(dir, "none.gguf")); code != 2 {
+		t.Errorf("missing file: exit %d", code)
+	}
+	// A type qppl does not decode (Q8_1, an activation type): eval refuses
+	// before any work, naming the tensor and type.
+	for i := range ts {
+		if ts[i].Name == "blk.0.ffn_down.weight" {
+			ts[i].Type, ts[i].Data = gguf.Q8_1, make([]byte, down/32*36)
+		}
+	}
+	q81 := filepath.Join(dir, "q81.gguf")
+	fh, _ = os.Create(q81)
+	if err := gguf.Write(fh, kvs, ts); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	toks := filepath.Join(dir, "t.i32")
+	os.WriteFile(toks, make([]byte, 4*40), 0o644)
+	code, stdout, stderr = runQPPL(t, "eval", "--model", q81, "--tokens", toks, "--ctx", "16")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "blk.0.ffn_down.weight") || !strings.Contains(stderr, "q8_1") {
+		t.Errorf("eval of a Q8_1 tensor: exit %d, %s", code, stderr)
+	}
+	// The Q8_0 file is decoded and evaluated.
+	if code, _, stderr := runQPPL(t, "eval", "--model", mixed, "--tokens", toks, "--ctx", "16"); code != 0 {
+		t.Errorf("eval of the Q8_0 file: exit %d, %s", code, stderr)
+	}
+}

@@ -1,0 +1,375 @@
+package gguf
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/internal/atomicfile"
+)
+
+// ConvertOptions configures Convert.
+type ConvertOptions struct {
+	// Type of the 2-D weights: F32 (exact for F32, BF16 and F16
+	// checkpoints) or F16 (rounded to nearest even, as llama.cpp's
+	// converter does). Norms and biases are always F32.
+	Type Type
+	// Name is general.name (default: the model directory's base name).
+	Name string
+}
+
+// Convert returns the metadata and tensors of a GGUF file holding the
+// dense checkpoint m as llama.cpp's convert_hf_to_gguf.py writes it:
+// llama.cpp's tensor names and <arch>.* metadata (llama and mistral as
+// architecture "llama", qwen2, qwen3), the rows of q and k of llama
+// files permuted, a tied head written without output.weight, and the
+// tokenizer (tokenizer.json beside the checkpoint) as tokenizer.ggml.*
+// metadata so that libllama loads the file. Every tensor of m must be
+// used.
+func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error) {
+	if o.Type != F32 && o.Type != F16 {
+		return nil, nil, fmt.Errorf("gguf: convert: output type %s (want F32 or F16)", o.Type)
+	}
+	if len(m.Config.QuantizationConfig) > 0 {
+		return nil, nil, fmt.Errorf("%w: %s: convert: quantized checkpoints (%s) cannot be converted; convert the dense model", ErrUnsupported, m.Dir, m.Config.QuantizationKey)
+	}
+	spec, err := arch.For(m.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+	}
+	cfg := spec.Config // resolved: the family's defaults applied
+	a := cfg.ModelType
+	permute := false
+	switch a {
+	case "llama", "mistral":
+		a, permute = "llama", true
+	case "qwen2", "qwen3":
+	default:
+		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q", ErrUnsupported, m.Dir, cfg.ModelType)
+	}
+	if spec.SlidingWindow > 0 && cfg.ModelType != "mistral" {
+		return nil, nil, fmt.Errorf("%w: %s: convert: sliding attention window %d", ErrUnsupported, m.Dir, spec.SlidingWindow)
+	}
+	name := o.Name
+	if name == "" {
+		name = filepath.Base(m.Dir)
+	}
+	fileType := uint32(0) // LLAMA_FTYPE_ALL_F32
+	if o.Type == F16 {
+		fileType = 1 // LLAMA_FTYPE_MOSTLY_F16
+	}
+	kvs := []KV{
+		{"general.architecture", StringValue(a)},
+		{"general.name", StringValue(name)},
+		{a + ".block_count", Uint32Value(uint32(spec.Layers))},
+		{a + ".context_length", Uint32Value(uint32(cfg.MaxPositionEmbeddings))},
+		{a + ".embedding_length", Uint32Value(uint32(spec.Hidden))},
+		{a + ".feed_forward_length", Uint32Value(uint32(spec.Intermediate))},
+		{a + ".attention.head_count", Uint32Value(uint32(spec.Heads))},
+		{a + ".attention.head_count_kv", Uint32Value(uint32(spec.KVHeads))},
+		{a + ".rope.freq_base", Float32Value(float32(cfg.RopeTheta))},
+		{a + ".attention.layer_norm_rms_epsilon", Float32Value(float32(cfg.RMSNormEps))},
+		{a + ".attention.key_length", Uint32Value(uint32(spec.HeadDim))},
+		{a + ".attention.value_length", Uint32Value(uint32(spec.HeadDim))},
+		{a + ".rope.dimension_count", Uint32Value(uint32(spec.HeadDim))},
+		{a + ".vocab_size", Uint32Value(uint32(spec.Vocab))},
+		{"general.file_type", Uint32Value(fileType)},
+		{"general.quantization_version", Uint32Value(2)},
+	}
+	var ropeFreqs []byte
+	if rs := cfg.RopeScaling; rs != nil && rs.Type != "default" {
+		switch rs.Type {
+		case "linear":
+			kvs = append(kvs, KV{a + ".rope.scaling.type", StringValue("linear")}, KV{a + ".rope.scaling.factor", Float32Value(float32(rs.Factor))})
+		case "llama3":
+			// llama.cpp: a rope_freqs.weight tensor of per-dimension
+			// factors; qppl also records the exact parameters (see
+			// RopeScalingKey).
+			js, err := json.Marshal(map[string]any{"rope_type": "llama3", "factor": rs.Factor, "low_freq_factor": rs.LowFreqFactor,
+				"high_freq_factor": rs.HighFreqFactor, "original_max_position_embeddings": rs.OriginalMaxPositionEmbeddings})
+			if err != nil {
+				return nil, nil, err
+			}
+			kvs = append(kvs, KV{RopeScalingKey, StringValue(string(js))})
+			for _, f := range llama3Factors(spec.HeadDim, cfg.RopeTheta, rs) {
+				ropeFreqs = binary.LittleEndian.AppendUint32(ropeFreqs, math.Float32bits(f))
+			}
+		default:
+			return nil, nil, fmt.Errorf("%w: %s: convert: rope_scaling %q", ErrUnsupported, m.Dir, rs.Type)
+		}
+	}
+	tk, err := tokenizerKVs(filepath.Join(m.Dir, "tokenizer.json"), spec.Vocab, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	kvs = append(kvs, tk...)
+
+	used := map[string]bool{}
+	var ts []WriteTensor
+	add := func(hf string, typ Type, heads int) error {
+		vals, shape, err := m.ReadFloat64(hf)
+		if err != nil {
+			return err
+		}
+		used[hf] = true
+		dims := make([]int64, len(shape))
+		for i, d := range shape {
+			dims[len(shape)-1-i] = int64(d)
+		}
+		if len(shape) == 1 {
+			typ = F32
+		}
+		esize := 4
+		if typ == F16 {
+			esize = 2
+		}
+		data := make([]byte, len(vals)*esize)
+		for i, v := range vals {
+			f := float32(v)
+			if float64(f) != v && !math.IsNaN(v) && typ == F32 {
+				return fmt.Errorf("%s: convert: tensor %q element %d = %v is not a float32", m.Dir, hf, i, v)
+			}
+			if typ == F32 {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
+			} else {
+				binary.LittleEndian.PutUint16(data[2*i:], f32ToF16(f))
+			}
+		}
+		if heads > 0 {
+			if err := Permute(data, shape[0], shape[1], esize, heads); err != nil {
+				return fmt.Errorf("%s: %w", hf, err)
+			}
+		}
+		ts = append(ts, WriteTensor{Name: ggufName(hf), Dims: dims, Type: typ, Data: data})
+		return nil
+	}
+	if ropeFreqs != nil {
+		ts = append(ts, WriteTensor{Name: ropeFreqsName, Dims: []int64{int64(spec.HeadDim / 2)}, Type: F32, Data: ropeFreqs})
+	}
+	if err := add(arch.EmbedName, o.Type, 0); err != nil {
+		return nil, nil, err
+	}
+	for i := 0; i < spec.Layers; i++ {
+		l := spec.Layer(i)
+		vecs := []string{l.AttnNorm, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.MLPNorm}
+		for _, n := range vecs {
+			if n != "" {
+				if err := add(n, F32, 0); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		for _, lin := range spec.LayerLinears(i) {
+			heads := 0
+			if permute && lin.Module == l.Q {
+				heads = spec.Heads
+			}
+			if permute && lin.Module == l.K {
+				heads = spec.KVHeads
+			}
+			if err := add(lin.Module+".weight", o.Type, heads); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if err := add(arch.FinalNormName, F32, 0); err != nil {
+		return nil, nil, err
+	}
+	if !spec.TiedHead {
+		if err := add(arch.LMHeadName, o.Type, 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	var unused []string
+	for _, n := range m.Names() {
+		if !used[n] {
+			unused = append(unused, n)
+		}
+	}
+	if len(unused) > 0 {
+		return nil, nil, fmt.Errorf("%w: %s: convert: %d tensors the %s architecture does not use: %s", ErrUnsupported, m.Dir, len(unused), cfg.ModelType, strings.Join(unused, ", "))
+	}
+	return kvs, ts, nil
+}
+
+// ConvertFile converts the checkpoint directory dir into the GGUF file out
+// (written through a temporary file and renamed).
+func ConvertFile(dir, out string, o ConvertOptions) error {
+	m, err := arch.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	kvs, ts, err := Convert(m, o)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(out, 0o644, func(w io.Writer) error { return Write(w, kvs, ts) })
+}
+
+// tokenizerJSON is the part of tokenizer.json the converter reads.
+type tokenizerJSON struct {
+	Model struct {
+		Type         string          `json:"type"`
+		Vocab        map[string]int  `json:"vocab"`
+		Merges       json.RawMessage `json:"merges"`
+		ByteFallback bool            `json:"byte_fallback"`
+	} `json:"model"`
+	AddedTokens []struct {
+		ID      int    `json:"id"`
+		Content string `json:"content"`
+		Special bool   `json:"special"`
+	} `json:"added_tokens"`
+}
+
+// Token types of tokenizer.ggml.token_type (llama.h's llama_token_type).
+const (
+	tokenNormal      = 1
+	tokenControl     = 3
+	tokenUserDefined = 4
+	tokenUnused      = 5
+	tokenByte        = 6
+)
+
+// tokenizerKVs maps tokenizer.json onto tokenizer.ggml.* metadata: a
+// byte-level BPE as "gpt2" with its merges, a BPE with byte fallback
+// (llama/mistral sentencepiece conversions) as "llama". Ids the tokenizer
+// lacks up to the vocabulary size are "[PAD<id>]" unused tokens, as
+// llama.cpp's converter writes them. qppl itself always tokenizes with
+// tokenizer.json; this metadata is what libllama needs to load the file.
+func tokenizerKVs(path string, vocab int, cfg *checkpoint.Config) ([]KV, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: convert: the tokenizer is needed for tokenizer.ggml.* metadata: %w", err)
+	}
+	var tj tokenizerJSON
+	if err := json.Unmarshal(data, &tj); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
+	}
+	if tj.Model.Type != "BPE" {
+		return nil, fmt.Errorf("%w: %s: convert: tokenizer model %q (want BPE)", ErrUnsupported, path, tj.Model.Type)
+	}
+	tokens := make([]string, vocab)
+	types := make([]int32, vocab)
+	set := make([]bool, vocab)
+	put := func(id int, s string, typ int32) error {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("%w: %s: token %q has id %d outside the model's vocabulary of %d", ErrFormat, path, s, id, vocab)
+		}
+		tokens[id], types[id], set[id] = s, typ, true
+		return nil
+	}
+	for s, id := range tj.Model.Vocab {
+		typ := int32(tokenNormal)
+		if tj.Model.ByteFallback && len(s) == 6 && strings.HasPrefix(s, "<0x") && strings.HasSuffix(s, ">") {
+			typ = tokenByte
+		}
+		if err := put(id, s, typ); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range tj.AddedTokens {
+		typ := int32(tokenUserDefined)
+		if t.Special {
+			typ = tokenControl
+		}
+		if err := put(t.ID, t.Content, typ); err != nil {
+			return nil, err
+		}
+	}
+	for i := range tokens {
+		if !set[i] {
+			tokens[i], types[i] = fmt.Sprintf("[PAD%d]", i), tokenUnused
+		}
+	}
+	model := "gpt2"
+	if tj.Model.ByteFallback {
+		model = "llama"
+	}
+	kvs := []KV{{"tokenizer.ggml.model", StringValue(model)}}
+	if model == "gpt2" {
+		kvs = append(kvs, KV{"tokenizer.ggml.pre", StringValue("default")})
+	}
+	kvs = append(kvs, KV{"tokenizer.ggml.tokens", StringArray(tokens)})
+	if model == "llama" {
+		kvs = append(kvs, KV{"tokenizer.ggml.scores", Float32Array(make([]float32, vocab))})
+	}
+	kvs = append(kvs, KV{"tokenizer.ggml.token_type", Int32Array(types)})
+	if model == "gpt2" {
+		merges, err := mergeStrings(tj.Model.Merges)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: model.merges: %v", ErrFormat, path, err)
+		}
+		kvs = append(kvs, KV{"tokenizer.ggml.merges", StringArray(merges)})
+	}
+	if cfg.BOSTokenID >= 0 {
+		kvs = append(kvs, KV{"tokenizer.ggml.bos_token_id", Uint32Value(uint32(cfg.BOSTokenID))})
+	}
+	if cfg.EOSTokenID >= 0 {
+		kvs = append(kvs, KV{"tokenizer.ggml.eos_token_id", Uint32Value(uint32(cfg.EOSTokenID))})
+	}
+	return kvs, nil
+}
+
+// mergeStrings reads BPE merges written as "a b" strings or ["a", "b"]
+// pairs.
+func mergeStrings(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return []string{}, nil
+	}
+	var ss []string
+	if err := json.Unmarshal(raw, &ss); err == nil {
+		return ss, nil
+	}
+	var pairs [][2]string
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = p[0] + " " + p[1]
+	}
+	return out, nil
+}
+
+// RopeScalingKey is a metadata key qppl's converter adds beside llama.cpp's
+// rope_freqs.weight: the Hugging Face rope_scaling object (JSON) the
+// factors were computed from. llama.cpp ignores it; OpenModel uses it, once
+// it has checked that it reproduces rope_freqs.weight bit for bit, to
+// compute RoPE exactly as transformers does.
+const RopeScalingKey = "qppl.rope_scaling"
+
+// ropeFreqsName is llama.cpp's tensor of per-dimension RoPE factors: the
+// rotation frequency of dimension pair i is freq_base^(-2i/D) / factor[i].
+const ropeFreqsName = "rope_freqs.weight"
+
+// llama3Factors returns llama.cpp's rope_freqs factors for transformers'
+// llama3 RoPE scaling (convert_hf_to_gguf.py's LlamaModel), rounded to
+// float32: 1 for high frequencies, factor for low ones, and
+// 1/((1-smooth)/factor + smooth) between.
+func llama3Factors(dim int, theta float64, rs *checkpoint.RopeScaling) []float32 {
+	old := float64(rs.OriginalMaxPositionEmbeddings)
+	lowWavelen, highWavelen := old/rs.LowFreqFactor, old/rs.HighFreqFactor
+	out := make([]float32, dim/2)
+	for i := range out {
+		freq := 1 / math.Pow(theta, float64(2*i)/float64(dim))
+		wavelen := 2 * math.Pi / freq
+		switch {
+		case wavelen < highWavelen:
+			out[i] = 1
+		case wavelen > lowWavelen:
+			out[i] = float32(rs.Factor)
+		default:
+			smooth := (old/wavelen - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
+			out[i] = float32(1 / ((1-smooth)/rs.Factor + smooth))
+		}
+	}
+	return out
+}

@@ -1,0 +1,219 @@
+package gguf
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/qppl/qppl/quant"
+)
+
+// lookupHF returns the GGUF tensor behind a Hugging Face tensor name.
+func (m *Model) lookupHF(hf string) (TensorInfo, *File, error) {
+	g := ggufName(hf)
+	ti, ok := m.tensors[g]
+	if g == "" || !ok {
+		return TensorInfo{}, nil, fmt.Errorf("%s: no tensor for %q in the GGUF file", m.Path, hf)
+	}
+	return ti, m.owner[g], nil
+}
+
+// TensorByGGUFName returns a tensor by its GGUF name.
+func (m *Model) TensorByGGUFName(name string) (TensorInfo, bool) {
+	ti, ok := m.tensors[name]
+	return ti, ok
+}
+
+// TensorNames returns the GGUF tensor names in file order (parts in order).
+func (m *Model) TensorNames() []string {
+	var out []string
+	for _, f := range m.Files {
+		for _, t := range f.Tensors {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// Where names the file holding a Hugging Face tensor or module, for
+// messages (the model path when it has none).
+func (m *Model) Where(hf string) string {
+	for _, n := range []string{hf, hf + ".weight"} {
+		if ti, _, err := m.lookupHF(n); err == nil {
+			return ti.File
+		}
+	}
+	return m.Path
+}
+
+// decodeRange decodes elements [e0, e0+n) of a tensor (n and e0 whole
+// blocks) to float64.
+func (m *Model) decodeRange(ti TensorInfo, f *File, e0, n int64, dst []float64) error {
+	bs := int64(ti.Type.BlockSize())
+	if e0%bs != 0 || n%bs != 0 || int64(len(dst)) != n {
+		return fmt.Errorf("%s: tensor %q: decoding [%d, +%d) into %d values", ti.File, ti.Name, e0, n, len(dst))
+	}
+	off, _ := rowBytes(ti.Type, e0)
+	size, _ := rowBytes(ti.Type, n)
+	raw, err := f.readAt(ti, off, size)
+	if err != nil {
+		return err
+	}
+	tmp := make([]float32, n)
+	if err := m.decode(ti.Type, raw, int(n), tmp); err != nil {
+		return fmt.Errorf("%s: tensor %q (%s): %w", ti.File, ti.Name, ti.Type, err)
+	}
+	for i, v := range tmp {
+		dst[i] = float64(v)
+	}
+	return nil
+}
+
+// Float64 decodes a whole tensor by its Hugging Face name, returning its
+// values (row-major) and its Hugging Face shape (ne reversed).
+func (m *Model) Float64(hf string) ([]float64, []int, error) {
+	ti, f, err := m.lookupHF(hf)
+	if err != nil {
+		return nil, nil, err
+	}
+	shape := make([]int, len(ti.Dims))
+	for i, d := range ti.Dims {
+		shape[len(shape)-1-i] = int(d)
+	}
+	dst := make([]float64, ti.Numel())
+	if err := m.decodeRange(ti, f, 0, ti.Numel(), dst); err != nil {
+		return nil, nil, err
+	}
+	return dst, shape, nil
+}
+
+// RowReader decodes blocks of rows of a 2-D tensor (the embedding).
+type RowReader struct {
+	m          *Model
+	ti         TensorInfo
+	f          *File
+	rows, cols int
+}
+
+// Rows opens a 2-D tensor by its Hugging Face name for reading rows.
+func (m *Model) Rows(hf string) (*RowReader, error) {
+	ti, f, err := m.lookupHF(hf)
+	if err != nil {
+		return nil, err
+	}
+	if len(ti.Dims) != 2 {
+		return nil, fmt.Errorf("%s: tensor %q has ne %v, want 2 dimensions", ti.File, ti.Name, ti.Dims)
+	}
+	return &RowReader{m: m, ti: ti, f: f, rows: int(ti.Dims[1]), cols: int(ti.Dims[0])}, nil
+}
+
+// Shape returns [rows, cols] (Hugging Face order).
+func (r *RowReader) Shape() (int, int) { return r.rows, r.cols }
+
+// Rows decodes rows [r0, r1) into dst (len (r1-r0)·cols).
+func (r *RowReader) Rows(r0, r1 int, dst []float64) error {
+	if r0 < 0 || r1 > r.rows || r0 > r1 || len(dst) != (r1-r0)*r.cols {
+		return fmt.Errorf("%s: tensor %q: rows [%d, %d) of %d into %d values", r.ti.File, r.ti.Name, r0, r1, r.rows, len(dst))
+	}
+	return r.m.decodeRange(r.ti, r.f, int64(r0)*int64(r.cols), int64(r1-r0)*int64(r.cols), dst)
+}
+
+// Linear is a GGUF weight seen as a quant.Linear: its rows decoded by the
+// type's decoder, and, for llama-architecture q/k weights, llama.cpp's row
+// interleave undone so the rows are the Hugging Face model's.
+type Linear struct {
+	quant.Base
+	m     *Model
+	ti    TensorInfo
+	f     *File
+	heads int // > 0: undo the Q/K permutation over this many heads
+}
+
+// Linear opens a linear module (Hugging Face name without ".weight").
+func (m *Model) Linear(module string) (quant.Linear, error) {
+	ti, f, err := m.lookupHF(module + ".weight")
+	if err != nil {
+		return nil, err
+	}
+	if len(ti.Dims) != 2 {
+		return nil, fmt.Errorf("%s: tensor %q has ne %v, want 2 dimensions", ti.File, ti.Name, ti.Dims)
+	}
+	l := &Linear{
+		Base: quant.Base{Name: module, Out: int(ti.Dims[1]), In: int(ti.Dims[0]), Fmt: "gguf-" + strings.ToLower(ti.Type.String()), Bytes: ti.Size, FileName: ti.File},
+		m:    m, ti: ti, f: f,
+	}
+	if m.permuted {
+		switch {
+		case strings.HasSuffix(module, ".self_attn.q_proj"):
+			l.heads = m.Spec.Heads
+		case strings.HasSuffix(module, ".self_attn.k_proj"):
+			l.heads = m.Spec.KVHeads
+		}
+	}
+	return l, nil
+}
+
+// Type returns the ggml type of the weight.
+func (l *Linear) Type() Type { return l.ti.Type }
+
+// Dequantize implements quant.Linear.
+func (l *Linear) Dequantize(dst []float64) error {
+	if len(dst) != l.Out*l.In {
+		return fmt.Errorf("gguf: %s: Dequantize: dst has %d elements, want %d×%d", l.Name, len(dst), l.Out, l.In)
+	}
+	if err := l.m.decodeRange(l.ti, l.f, 0, l.ti.Numel(), dst); err != nil {
+		return err
+	}
+	for i, v := range dst {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: tensor %q: element [%d,%d] decodes to %v", l.ti.File, l.ti.Name, i/l.In, i%l.In, v)
+		}
+	}
+	if l.heads > 0 {
+		return Unpermute(dst, l.Out, l.In, l.heads)
+	}
+	return nil
+}
+
+// Unpermute undoes llama.cpp's converter permutation of a q or k weight
+// (convert_hf_to_gguf's permute: rows viewed as [heads][2][D/2] are
+// stored as [heads][D/2][2]), in place on a row-major [out][in] matrix:
+// GGUF row h·D + 2j + s holds Hugging Face row h·D + s·D/2 + j.
+func Unpermute(w []float64, out, in, heads int) error {
+	if heads <= 0 || out%heads != 0 || (out/heads)%2 != 0 || len(w) != out*in {
+		return fmt.Errorf("gguf: cannot unpermute %d×%d rows over %d heads", out, in, heads)
+	}
+	d := out / heads
+	tmp := make([]float64, d*in)
+	for h := 0; h < heads; h++ {
+		blk := w[h*d*in : (h+1)*d*in]
+		copy(tmp, blk)
+		for j := 0; j < d/2; j++ {
+			for s := 0; s < 2; s++ {
+				copy(blk[(s*d/2+j)*in:(s*d/2+j+1)*in], tmp[(2*j+s)*in:(2*j+s+1)*in])
+			}
+		}
+	}
+	return nil
+}
+
+// Permute applies llama.cpp's converter permutation (the inverse of
+// Unpermute) to the rows of a row-major [out][in] matrix of elements of
+// esize bytes.
+func Permute(w []byte, out, in, esize, heads int) error {
+	if heads <= 0 || out%heads != 0 || (out/heads)%2 != 0 || len(w) != out*in*esize {
+		return fmt.Errorf("gguf: cannot permute %d×%d rows over %d heads", out, in, heads)
+	}
+	d, row := out/heads, in*esize
+	tmp := make([]byte, d*row)
+	for h := 0; h < heads; h++ {
+		blk := w[h*d*row : (h+1)*d*row]
+		copy(tmp, blk)
+		for j := 0; j < d/2; j++ {
+			for s := 0; s < 2; s++ {
+				copy(blk[(2*j+s)*row:(2*j+s+1)*row], tmp[(s*d/2+j)*row:(s*d/2+j+1)*row])
+			}
+		}
+	}
+	return nil
+}

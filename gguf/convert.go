@@ -54,8 +54,13 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	default:
 		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q", ErrUnsupported, m.Dir, cfg.ModelType)
 	}
-	if spec.SlidingWindow > 0 && cfg.ModelType != "mistral" {
-		return nil, nil, fmt.Errorf("%w: %s: convert: sliding attention window %d", ErrUnsupported, m.Dir, spec.SlidingWindow)
+	// llama.cpp's llama, qwen2 and qwen3 graphs attend to every earlier
+	// position: a window shorter than the model's context would make the
+	// GGUF file compute another model.
+	for i := 0; i < spec.Layers; i++ {
+		if w := spec.Window(i); w > 0 && w < cfg.MaxPositionEmbeddings {
+			return nil, nil, fmt.Errorf("%w: %s: convert: layer %d has a sliding attention window of %d tokens (config.json sliding_window), which llama.cpp's %s graph does not apply", ErrUnsupported, m.Dir, i, w, a)
+		}
 	}
 	name := o.Name
 	if name == "" {

@@ -71,6 +71,7 @@ func FuzzOpenModel(f *testing.F) {
 	o, _ := fixtures.Defaults("qwen3")
 	o.Vocab, o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 258, 8, 8, 1, 2, 1, 4
 	o.Init = fixtures.InitRandom
+	o.Config = map[string]any{"sliding_window": nil, "use_sliding_window": false}
 	if err := fixtures.Write(filepath.Join(dir, "m"), o); err != nil {
 		f.Fatal(err)
 	}

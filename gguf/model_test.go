@@ -25,6 +25,9 @@ func writeFixture(t *testing.T, arch string, edit func(*fixtures.Options)) strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Full attention: llama.cpp's llama/qwen2/qwen3 graphs have no sliding
+	// window, so Convert refuses a model that has one.
+	o.Config = map[string]any{"sliding_window": nil, "use_sliding_window": false}
 	if edit != nil {
 		edit(&o)
 	}

@@ -76,10 +76,10 @@ cuda-need-nvcc:
 	  exit 1; }
 	@command -v $(PTXAS) >/dev/null 2>&1 || { echo "cuda: $(PTXAS) not found (part of the CUDA toolkit)"; exit 1; }
 
-$(PTX_DIR)/%.fatbin: $(KERNEL_DIR)/%.cu $(KERNEL_DIR)/common.cuh | cuda-need-nvcc
+$(PTX_DIR)/%.fatbin: $(KERNEL_DIR)/%.cu $(wildcard $(KERNEL_DIR)/*.cuh) | cuda-need-nvcc
 	$(NVCC) $(NVCCFLAGS) -fatbin $(CUDA_GENCODE) -o $@ $<
 
-$(PTX_DIR)/%.ptx: $(KERNEL_DIR)/%.cu $(KERNEL_DIR)/common.cuh | cuda-need-nvcc
+$(PTX_DIR)/%.ptx: $(KERNEL_DIR)/%.cu $(wildcard $(KERNEL_DIR)/*.cuh) | cuda-need-nvcc
 	$(NVCC) $(NVCCFLAGS) -ptx -arch=compute_90 -o $@ $<
 
 cuda-kernels: $(FATBINS) $(PTX_FILES)

@@ -26,7 +26,9 @@
 // TestDqGeometryMatchesHeader). Vector paths need K % 8 == 0 and 16-byte
 // aligned operands (the arenas align every tensor to 256 bytes); otherwise
 // (odd shapes) the same per-element formula runs with scalar accesses, so
-// the values are the same either way.
+// the values are the same either way. Loops over a thread's values run to
+// the constant DQ_V or DQ_CV with `if (j < n)` inside, so that nvcc unrolls
+// them and keeps the per-thread arrays in registers, not local memory.
 #ifndef QPPL_DQ_CUH
 #define QPPL_DQ_CUH
 
@@ -103,7 +105,7 @@ __device__ __forceinline__ void dq_store(void *out, size_t i, const float *v, in
 		}
 		return;
 	}
-	for (int j = 0; j < n; j++) st_dt(out, i + j, v[j], dt);
+	for (int j = 0; j < DQ_V; j++) if (j < n) st_dt(out, i + j, v[j], dt);
 }
 
 // dq_vec_out reports whether rows of K values of dtype dt starting at out

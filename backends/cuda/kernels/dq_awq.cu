@@ -21,7 +21,7 @@ EXTERN_C __global__ void dq_awq(void *out, int gemmDT, int N, int K, const unsig
 	if (j >= W || i0 >= K) return;
 	int n = imin(DQ_CV, K - i0);
 	unsigned word[DQ_CV];
-	for (int m = 0; m < n; m++) word[m] = qweight[(size_t)(i0 + m) * W + j]; // warp: 32 adjacent words
+	for (int m = 0; m < DQ_CV; m++) if (m < n) word[m] = qweight[(size_t)(i0 + m) * W + j]; // warp: 32 adjacent words
 	int g0 = i0 / gs, next0 = (g0 + 1) * gs;
 	bool vec = dq_vec_out(out, K);
 	for (int c = 0; c < 8; c++) {
@@ -30,7 +30,7 @@ EXTERN_C __global__ void dq_awq(void *out, int gemmDT, int N, int K, const unsig
 		unsigned z = (qzeros[(size_t)g * W + j] >> (nib * 4)) & 15u;
 		float s = ld_dt(scales, (size_t)g * N + o, sdt);
 		float v[DQ_CV];
-		for (int m = 0; m < n; m++) {
+		for (int m = 0; m < DQ_CV; m++) if (m < n) {
 			if (i0 + m == next) { // the next group starts inside the thread's 16 inputs
 				g++, next += gs;
 				z = (qzeros[(size_t)g * W + j] >> (nib * 4)) & 15u;

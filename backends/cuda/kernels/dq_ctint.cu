@@ -24,16 +24,16 @@ EXTERN_C __global__ void dq_int8(void *out, int gemmDT, int N, int K, const sign
 		uint2 u = dq_ld8(w + i);
 		for (int j = 0; j < 4; j++) q[j] = (signed char)(u.x >> (8 * j)), q[j + 4] = (signed char)(u.y >> (8 * j));
 	} else {
-		for (int j = 0; j < n; j++) q[j] = w[i + j];
+		for (int j = 0; j < DQ_V; j++) if (j < n) q[j] = w[i + j];
 	}
 	float v[DQ_V];
 	if (bw % DQ_V == 0) { // the thread's columns share one scale and zero point
 		size_t si = srow + c0 / bw;
 		int z = zp ? zp[si] : 0;
 		float s = ld_dt(scale, si, sdt);
-		for (int j = 0; j < n; j++) v[j] = round_dt((float)(q[j] - z) * s, sdt);
+		for (int j = 0; j < DQ_V; j++) if (j < n) v[j] = round_dt((float)(q[j] - z) * s, sdt);
 	} else {
-		for (int j = 0; j < n; j++) {
+		for (int j = 0; j < DQ_V; j++) if (j < n) {
 			size_t si = srow + (c0 + j) / bw;
 			int z = zp ? zp[si] : 0;
 			v[j] = round_dt((float)(q[j] - z) * ld_dt(scale, si, sdt), sdt);

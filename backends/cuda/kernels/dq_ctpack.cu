@@ -74,20 +74,20 @@ EXTERN_C __global__ void dq_ct_pack(void *out, int gemmDT, int N, int K, const u
 		if (end > 32) v |= (unsigned long long)row[w + 1] << 32;
 		v >>= s;
 		if (end > 64) v |= (unsigned long long)row[w + 2] << (64 - s);
-		for (int j = 0; j < n; j++) q[j] = (int)((v >> (j * b)) & ((1u << b) - 1u)) - off;
+		for (int j = 0; j < DQ_V; j++) if (j < n) q[j] = (int)((v >> (j * b)) & ((1u << b) - 1u)) - off;
 	} else {
-		for (int j = 0; j < n; j++) q[j] = (int)field(row, c0 + j, b, vpw) - off;
+		for (int j = 0; j < DQ_V; j++) if (j < n) q[j] = (int)field(row, c0 + j, b, vpw) - off;
 	}
 	float v[DQ_V];
 	if (!gidx && (gs <= 0 || gs % DQ_V == 0)) { // one group for the thread's columns
 		int g = gs > 0 ? c0 / gs : 0;
 		int z = ct_zero(zmode, zp, zvpw, r, g, scols, b, off);
 		float s = ld_dt(scale, (size_t)r * scols + g, sdt);
-		for (int j = 0; j < n; j++) v[j] = round_dt((float)(q[j] - z) * s, sdt);
+		for (int j = 0; j < DQ_V; j++) if (j < n) v[j] = round_dt((float)(q[j] - z) * s, sdt);
 	} else { // g_idx (activation order) or a group size that splits the 8 columns
 		int gc = -1, z = 0;
 		float s = 0.0f;
-		for (int j = 0; j < n; j++) {
+		for (int j = 0; j < DQ_V; j++) if (j < n) {
 			int c = c0 + j;
 			int g = gidx ? gidx[c] : (gs > 0 ? c / gs : 0);
 			if (g != gc) {

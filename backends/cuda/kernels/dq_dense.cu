@@ -28,7 +28,7 @@ EXTERN_C __global__ void dq_dense(void *out, int gemmDT, const void *in, int idt
 			v[j] = idt == DT_BF16 ? __bfloat162float(__ushort_as_bfloat16(h)) : __half2float(__ushort_as_half(h));
 		}
 	} else {
-		for (int j = 0; j < n; j++) v[j] = ld_dt(in, i + j, idt);
+		for (int j = 0; j < DQ_V; j++) if (j < n) v[j] = ld_dt(in, i + j, idt);
 	}
 	dq_store(out, i, v, n, gemmDT, vec);
 }

@@ -23,14 +23,14 @@ EXTERN_C __global__ void dq_fp8(void *out, int gemmDT, int N, int K, const unsig
 		uint2 u = dq_ld8(w + i);
 		for (int j = 0; j < 4; j++) code[j] = (unsigned char)(u.x >> (8 * j)), code[j + 4] = (unsigned char)(u.y >> (8 * j));
 	} else {
-		for (int j = 0; j < n; j++) code[j] = w[i + j];
+		for (int j = 0; j < DQ_V; j++) if (j < n) code[j] = w[i + j];
 	}
 	float v[DQ_V];
 	if (bw % DQ_V == 0) { // the thread's columns share one scale
 		float s = ld_dt(scale, srow + c0 / bw, sdt);
-		for (int j = 0; j < n; j++) v[j] = round_dt(e4m3_to_f32(code[j]) * s, sdt);
+		for (int j = 0; j < DQ_V; j++) if (j < n) v[j] = round_dt(e4m3_to_f32(code[j]) * s, sdt);
 	} else {
-		for (int j = 0; j < n; j++) v[j] = round_dt(e4m3_to_f32(code[j]) * ld_dt(scale, srow + (c0 + j) / bw, sdt), sdt);
+		for (int j = 0; j < DQ_V; j++) if (j < n) v[j] = round_dt(e4m3_to_f32(code[j]) * ld_dt(scale, srow + (c0 + j) / bw, sdt), sdt);
 	}
 	dq_store(out, i, v, n, gemmDT, vec);
 }

@@ -26,19 +26,20 @@ EXTERN_C __global__ void dq_gptq(void *out, int gemmDT, int N, int K, const unsi
 	int gc = -1;
 	float s = 0.0f;
 	int zv = 0;
-	for (int j = 0; j < n; j += per) {
-		unsigned word = qweight[(size_t)((i0 + j) / per) * N + o]; // warp: 32 adjacent words
-		for (int k = 0; k < per && j + k < n; k++) {
-			int g = gidx[i0 + j + k]; // the same for the whole warp (a broadcast)
-			if (g != gc) {
-				gc = g;
-				unsigned z = (qzeros[(size_t)g * (N / per) + o / per] >> ((o % per) * b)) & mask;
-				zv = (int)z + v1;
-				s = ld_dt(scales, (size_t)g * N + o, sdt);
-			}
-			unsigned u = (word >> (k * b)) & mask;
-			v[j + k] = s * (float)((int)u - zv);
+	unsigned word = 0;
+	for (int m = 0; m < DQ_CV; m++) { // constant trip count: v stays in registers
+		if (m >= n) break;
+		int k = m & (per - 1);
+		if (k == 0) word = qweight[(size_t)((i0 + m) / per) * N + o]; // warp: 32 adjacent words
+		int g = gidx[i0 + m]; // the same for the whole warp (a broadcast)
+		if (g != gc) {
+			gc = g;
+			unsigned z = (qzeros[(size_t)g * (N / per) + o / per] >> ((o % per) * b)) & mask;
+			zv = (int)z + v1;
+			s = ld_dt(scales, (size_t)g * N + o, sdt);
 		}
+		unsigned u = (word >> (k * b)) & mask;
+		v[m] = s * (float)((int)u - zv);
 	}
 	size_t at = (size_t)o * K + i0;
 	bool vec = dq_vec_out(out, K);

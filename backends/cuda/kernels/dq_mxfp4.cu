@@ -24,7 +24,7 @@ EXTERN_C __global__ void dq_mxfp4(void *out, int gemmDT, int N, int K, const uns
 		float eff = e8m0_to_f32(scale[(size_t)r * (K / 32) + c0 / 32]);
 		for (int j = 0; j < DQ_V; j++) v[j] = round_dt(e2m1_to_f32((u >> (4 * j)) & 15u) * eff, DT_F32);
 	} else {
-		for (int j = 0; j < n; j++) {
+		for (int j = 0; j < DQ_V; j++) if (j < n) {
 			int c = c0 + j;
 			unsigned byte = row[c / 2];
 			unsigned code = (c & 1) ? byte >> 4 : byte & 15u;

@@ -27,7 +27,7 @@ EXTERN_C __global__ void dq_nvfp4(void *out, int gemmDT, int N, int K, const uns
 		float eff = scale2 ? s * gscale : s / gscale;
 		for (int j = 0; j < DQ_V; j++) v[j] = round_dt(e2m1_to_f32((u >> (4 * j)) & 15u) * eff, rdt);
 	} else {
-		for (int j = 0; j < n; j++) {
+		for (int j = 0; j < DQ_V; j++) if (j < n) {
 			int c = c0 + j;
 			unsigned byte = row[c / 2];
 			unsigned code = (c & 1) ? byte >> 4 : byte & 15u;

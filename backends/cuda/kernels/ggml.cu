@@ -333,9 +333,9 @@ EXTERN_C __global__ void dq_ggml(void *out, int gemmDT, int N, int K, const unsi
 	if (bs % DQ_V == 0) { // the thread's 8 values sit in one block
 		const unsigned char *b = row + (size_t)(c0 / bs) * ts;
 		int j0 = c0 % bs;
-		for (int j = 0; j < n; j++) v[j] = gg_value(typ, b, j0 + j, grid);
+		for (int j = 0; j < DQ_V; j++) if (j < n) v[j] = gg_value(typ, b, j0 + j, grid);
 	} else {
-		for (int j = 0; j < n; j++) {
+		for (int j = 0; j < DQ_V; j++) if (j < n) {
 			int c = c0 + j;
 			v[j] = gg_value(typ, row + (size_t)(c / bs) * ts, c % bs, grid);
 		}

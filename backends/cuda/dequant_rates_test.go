@@ -143,3 +143,38 @@ func TestDequantRateFormats(t *testing.T) {
 		t.Errorf("W4A16 %d×%d: model reads %d and writes %d bytes, want %d and %d", out, in, r, w, out*in/2+out*in/128*2, out*in*2)
 	}
 }
+
+// BenchmarkEmuDequant runs each throughput format's kernel on the emulator
+// at 512 × 4096 into bf16 (a property of the emulator running the kernels
+// as host C++, not a GPU estimate).
+func BenchmarkEmuDequant(b *testing.B) {
+	d := emuDevices(b, 1, 1<<30)[0]
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, f := range rateFormats() {
+		b.Run(f.name, func(b *testing.B) {
+			h, err := prepareLinear(f.make(rng, 512, 4096), device.BF16)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dl, err := upload(d, h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			scratch, err := d.Alloc(512 * 4096 * 2)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := dl.weight(d, scratch, device.BF16); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(512*4096*b.N)/b.Elapsed().Seconds()/1e6, "Mweights/s")
+			for _, p := range dl.ptrs {
+				d.Free(p)
+			}
+			d.Free(scratch)
+		})
+	}
+}

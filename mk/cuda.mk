@@ -14,8 +14,9 @@
 #   make gpu-check   on a machine with an NVIDIA GPU: build, print device,
 #                    driver and toolkit, run the cuda-tagged tests (GPU
 #                    against the reference for every format, timing and
-#                    bytes per window) and `qppl verify` per format; one
-#                    report file $(GPU_CHECK_DIR)/report.txt
+#                    bytes per window; dequantization kernels per format
+#                    in GB/s) and `qppl verify` per format; one report
+#                    file $(GPU_CHECK_DIR)/report.txt
 
 NVCC       ?= nvcc
 PTXAS      ?= ptxas
@@ -76,10 +77,10 @@ cuda-need-nvcc:
 	  exit 1; }
 	@command -v $(PTXAS) >/dev/null 2>&1 || { echo "cuda: $(PTXAS) not found (part of the CUDA toolkit)"; exit 1; }
 
-$(PTX_DIR)/%.fatbin: $(KERNEL_DIR)/%.cu $(KERNEL_DIR)/common.cuh | cuda-need-nvcc
+$(PTX_DIR)/%.fatbin: $(KERNEL_DIR)/%.cu $(wildcard $(KERNEL_DIR)/*.cuh) | cuda-need-nvcc
 	$(NVCC) $(NVCCFLAGS) -fatbin $(CUDA_GENCODE) -o $@ $<
 
-$(PTX_DIR)/%.ptx: $(KERNEL_DIR)/%.cu $(KERNEL_DIR)/common.cuh | cuda-need-nvcc
+$(PTX_DIR)/%.ptx: $(KERNEL_DIR)/%.cu $(wildcard $(KERNEL_DIR)/*.cuh) | cuda-need-nvcc
 	$(NVCC) $(NVCCFLAGS) -ptx -arch=compute_90 -o $@ $<
 
 cuda-kernels: $(FATBINS) $(PTX_FILES)
@@ -123,6 +124,8 @@ gpu-check: cuda
 	  else echo "nvidia-smi not found"; fi; echo; } | tee -a $$r; \
 	$(CUDA_CGO_ENV) QPPL_GPU_REPORT=$$d/timing.txt $(GO) test -tags '$(CUDA_TAGS)' -ldflags '$(CUDA_LDFLAGS)' -count=1 -timeout 60m -v ./backends/cuda/gpu 2>&1 | tee $$d/gpu-test.log || true; \
 	{ echo "== device, timing per window and bytes moved (TestReport)"; cat $$d/timing.txt 2>/dev/null || echo "(no timing: TestReport did not run)"; echo; } | tee -a $$r; \
+	$(CUDA_CGO_ENV) QPPL_DQ_REPORT=$$d/dequant.txt $(GO) test -tags '$(CUDA_TAGS)' -ldflags '$(CUDA_LDFLAGS)' -count=1 -timeout 30m -v -run 'TestDequant' ./backends/cuda 2>&1 | tee $$d/dequant-test.log || true; \
+	{ echo "== dequantization per format, GB/s (TestDequantThroughput)"; cat $$d/dequant.txt 2>/dev/null || echo "(no table: TestDequantThroughput did not run)"; echo; } | tee -a $$r; \
 	: > $$d/summary.txt; fail=0; \
 	for a in $(GPU_CHECK_ARCHS); do \
 	  $(CUDA_BIN) fixture --arch $$a --out $$d/$$a >/dev/null; \
@@ -137,11 +140,11 @@ gpu-check: cuda
 	  done; \
 	done; \
 	{ echo "== qppl verify (reference vs cuda) per architecture, scheme and precision"; cat $$d/summary.txt; echo; \
-	  echo "== cuda-tagged tests"; grep -E -- '^(--- |ok |FAIL|panic:)' $$d/gpu-test.log || true; \
-	  grep -h -A20 -E -- '--- FAIL' $$d/gpu-test.log | head -200 || true; echo; \
+	  echo "== cuda-tagged tests"; grep -E -- '^(--- |ok |FAIL|panic:)' $$d/gpu-test.log $$d/dequant-test.log || true; \
+	  grep -h -A20 -E -- '--- FAIL' $$d/gpu-test.log $$d/dequant-test.log | head -200 || true; echo; \
 	  echo "gpu-check summary:"; echo "  verify PASS: $$(grep -c PASS $$d/summary.txt || true)"; echo "  verify FAIL: $$(grep -c FAIL $$d/summary.txt || true)"; } >> $$r; \
-	if grep -q '^ok ' $$d/gpu-test.log && ! grep -qE -- '--- FAIL|^FAIL|^panic:' $$d/gpu-test.log; then echo "  cuda-tagged tests: PASS" >> $$r; \
-	else echo "  cuda-tagged tests: FAIL (see $$d/gpu-test.log)" >> $$r; fail=1; fi; \
+	if grep -q '^ok ' $$d/gpu-test.log && grep -q '^ok ' $$d/dequant-test.log && ! grep -qE -- '--- FAIL|^FAIL|^panic:' $$d/gpu-test.log $$d/dequant-test.log; then echo "  cuda-tagged tests: PASS" >> $$r; \
+	else echo "  cuda-tagged tests: FAIL (see $$d/gpu-test.log, $$d/dequant-test.log)" >> $$r; fail=1; fi; \
 	tail -4 $$r; echo "report: $$r (attach it to a bug report)"; \
 	exit $$fail
 

@@ -172,59 +172,67 @@ func TestDequantizeKernelsMatchQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	d := emuDevices(t, 1, 1<<28)[0]
 	for _, l := range linearCases(rng) {
-		out, in := l.Shape()
-		want := make([]float64, out*in)
-		if err := l.Dequantize(want); err != nil {
-			t.Fatalf("%s: quant: %v", l.Module(), err)
+		checkDequantKernel(t, d, l, 0)
+	}
+}
+
+// checkDequantKernel runs l's dequantization kernel into a scratch at byte
+// offset off (0: aligned; 2: the kernels' scalar store path) for every GEMM
+// dtype and compares each element with quant's decoder.
+func checkDequantKernel(t *testing.T, d device.Device, l quant.Linear, off int) {
+	t.Helper()
+	out, in := l.Shape()
+	want := make([]float64, out*in)
+	if err := l.Dequantize(want); err != nil {
+		t.Fatalf("%s: quant: %v", l.Module(), err)
+	}
+	for _, odt := range []device.DType{device.F32, device.BF16, device.F16} {
+		h, err := prepareLinear(l, odt)
+		if err != nil {
+			t.Fatalf("%s: %v", l.Module(), err)
 		}
-		for _, odt := range []device.DType{device.F32, device.BF16, device.F16} {
-			h, err := prepareLinear(l, odt)
-			if err != nil {
-				t.Fatalf("%s: %v", l.Module(), err)
-			}
-			dl, err := upload(d, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			scratch, err := d.Alloc(int64(out * in * odt.Size()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := dl.weight(d, scratch, odt)
-			if err != nil {
-				t.Fatalf("%s: %v", l.Module(), err)
-			}
-			buf := make([]byte, out*in*odt.Size())
-			if err := d.CopyOut(buf, p); err != nil {
-				t.Fatal(err)
-			}
-			for i, w := range want {
-				var got, exp float64
-				switch odt {
-				case device.F32:
-					got = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:])))
-					exp = quant.RoundF32(w)
-				case device.BF16:
-					got = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16))
-					exp = quant.RoundBF16(w)
-				case device.F16:
-					v := make([]float64, 1)
-					v[0] = decodeF16(binary.LittleEndian.Uint16(buf[2*i:]))
-					got = v[0]
-					exp = quant.RoundF16(w)
-				}
-				if got != exp && !(math.IsNaN(got) && math.IsNaN(exp)) {
-					t.Errorf("%s %v: element [%d,%d] = %v, quant gives %v (exact %v)", l.Module(), odt, i/in, i%in, got, exp, w)
-					break
-				}
-			}
-			for _, q := range dl.ptrs {
-				if q != p {
-					d.Free(q)
-				}
-			}
-			d.Free(scratch)
+		dl, err := upload(d, h)
+		if err != nil {
+			t.Fatal(err)
 		}
+		scratch, err := d.Alloc(int64(out*in*odt.Size() + off))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := dl.weight(d, scratch+device.Ptr(off), odt)
+		if err != nil {
+			t.Fatalf("%s: %v", l.Module(), err)
+		}
+		buf := make([]byte, out*in*odt.Size())
+		if err := d.CopyOut(buf, p); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			var got, exp float64
+			switch odt {
+			case device.F32:
+				got = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:])))
+				exp = quant.RoundF32(w)
+			case device.BF16:
+				got = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16))
+				exp = quant.RoundBF16(w)
+			case device.F16:
+				v := make([]float64, 1)
+				v[0] = decodeF16(binary.LittleEndian.Uint16(buf[2*i:]))
+				got = v[0]
+				exp = quant.RoundF16(w)
+			}
+			if got != exp && !(math.IsNaN(got) && math.IsNaN(exp)) {
+				t.Errorf("%s %v: element [%d,%d] = %v, quant gives %v (exact %v)", l.Module(), odt, i/in, i%in, got, exp, w)
+				break
+			}
+		}
+		for _, q := range dl.ptrs {
+			if q != p {
+				d.Free(q)
+			}
+		}
+		d.Free(scratch)
 	}
 }
 

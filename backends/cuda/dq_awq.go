@@ -26,6 +26,6 @@ func prepareAWQ(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 
 // launchDqAWQ decodes AWQ 4-bit codes with group size gs.
 func launchDqAWQ(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, qweight, qzeros, scales device.Ptr, sdt device.DType, gs int32) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqColGrid(int(N)/8, int(K))
 	return d.Launch("dq_awq", g, b, 0, out, int32(gemmDT), N, K, qweight, qzeros, scales, int32(sdt), gs)
 }

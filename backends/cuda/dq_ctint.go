@@ -50,6 +50,6 @@ func prepareCTInt(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 // dtype sdt over blocks of bh rows × bw columns and optional zero points zp.
 func launchDqInt8(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, w, scale device.Ptr, sdt device.DType,
 	bh, bw, scols int32, zp device.Ptr) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqRowGrid(int(N), int(K))
 	return d.Launch("dq_int8", g, b, 0, out, int32(gemmDT), N, K, w, scale, int32(sdt), bh, bw, scols, zp)
 }

@@ -61,6 +61,6 @@ func prepareCTPack(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) 
 // of dtype sdt, group size gs or g_idx gidx, zero points zp in mode zmode.
 func launchDqCTPack(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed device.Ptr, wpr, b, vpw int32,
 	scale device.Ptr, sdt device.DType, scols, gs int32, gidx device.Ptr, zmode int32, zp device.Ptr, zvpw int32) error {
-	g, bl := device.GridStride(int(N) * int(K))
+	g, bl := dqRowGrid(int(N), int(K))
 	return d.Launch("dq_ct_pack", g, bl, 0, out, int32(gemmDT), N, K, packed, wpr, b, vpw, scale, int32(sdt), scols, gs, gidx, zmode, zp, zvpw)
 }

@@ -40,6 +40,6 @@ func prepareDense(l quant.Linear, h *hostLinear, gemmDT device.DType) (bool, err
 
 // launchDqDense converts in [N][K] of dtype idt into out of dtype gemmDT.
 func launchDqDense(d device.Device, out device.Ptr, gemmDT device.DType, in device.Ptr, idt device.DType, N, K int32) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqRowGrid(int(N), int(K))
 	return d.Launch("dq_dense", g, b, 0, out, int32(gemmDT), in, int32(idt), N, K)
 }

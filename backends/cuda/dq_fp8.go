@@ -28,6 +28,6 @@ func prepareFP8(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 // launchDqFP8 decodes E4M3 codes w [N][K] with scale [(r/bh)][scols] of
 // dtype sdt over blocks of bh rows × bw columns.
 func launchDqFP8(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, w, scale device.Ptr, sdt device.DType, bh, bw, scols int32) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqRowGrid(int(N), int(K))
 	return d.Launch("dq_fp8", g, b, 0, out, int32(gemmDT), N, K, w, scale, int32(sdt), bh, bw, scols)
 }

@@ -37,6 +37,6 @@ func prepareGPTQ(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 // off-by-one).
 func launchDqGPTQ(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, qweight, qzeros, scales device.Ptr, sdt device.DType,
 	gidx device.Ptr, b, v1 int32) error {
-	g, bl := device.GridStride(int(N) * int(K))
+	g, bl := dqColGrid(int(N), int(K))
 	return d.Launch("dq_gptq", g, bl, 0, out, int32(gemmDT), N, K, qweight, qzeros, scales, int32(sdt), gidx, b, v1)
 }

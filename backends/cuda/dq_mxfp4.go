@@ -22,6 +22,6 @@ func prepareMXFP4(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 
 // launchDqMXFP4 decodes packed E2M1 codes [N][K/2] with E8M0 scales [N][K/32].
 func launchDqMXFP4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, scale device.Ptr) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqRowGrid(int(N), int(K))
 	return d.Launch("dq_mxfp4", g, b, 0, out, int32(gemmDT), N, K, packed, scale)
 }

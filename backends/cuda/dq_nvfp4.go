@@ -34,6 +34,6 @@ func prepareNVFP4(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 // [N][K/16] divided by gscale (multiplied when scale2 is 1: ModelOpt's
 // weight_scale_2), rounded to the model dtype rdt.
 func launchDqNVFP4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, scale device.Ptr, gscale float32, scale2 int32, rdt device.DType) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqRowGrid(int(N), int(K))
 	return d.Launch("dq_nvfp4", g, b, 0, out, int32(gemmDT), N, K, packed, scale, gscale, scale2, int32(rdt))
 }

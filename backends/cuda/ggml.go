@@ -63,6 +63,6 @@ func prepareGGML(module string, typ ggml.Type, out, in int, data []byte, rows []
 // the type's grid for the grid types, else 0) into out of dtype gemmDT
 // (the GEMM dtype).
 func launchDqGGML(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, data device.Ptr, typ ggml.Type, grid device.Ptr) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqRowGrid(int(N), int(K))
 	return d.Launch(device.KDqGGML, g, b, 0, out, int32(gemmDT), N, K, data, int32(typ), grid)
 }

@@ -12,7 +12,9 @@
 // sync=0 and run as a plain loop over threads (a barrier there is reported
 // as an error). __shared__ variables are thread_local statics, which is
 // exactly one instance per running block. Divergent barriers are reported
-// as a deadlock error, not a hang.
+// as a deadlock error, not a hang. Grids and blocks are 3-D as on a GPU;
+// the 8- and 16-byte vector accesses of kernels/dq.cuh are single copies,
+// and a misaligned one (a fault on a GPU) is an error.
 //
 // Memory. Allocations come from the C heap with 256 NaN bytes (0xFF) on
 // each side and are themselves filled with 0xFF, so reading memory no kernel

@@ -11,6 +11,7 @@
 #include "k_norm.h"
 #include "k_attention.h"
 #include "k_logits.h"
+#include "k_dq.h"
 #include "k_dq_dense.h"
 #include "k_dq_ctpack.h"
 #include "k_dq_ctint.h"

@@ -49,3 +49,18 @@ func TestBarrierMisuseIsAnError(t *testing.T) {
 		t.Errorf("full-mask shuffle with 48 threads: %q, want a partial-warp error", msg)
 	}
 }
+
+// TestVectorStores: the dequantization kernels' 16-byte stores write four
+// words, and a misaligned one (a fault on a GPU) is an error.
+func TestVectorStores(t *testing.T) {
+	out, msg := selftest(3, 1, 32)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	if want := []float32{1, 2, 3, 4}; out[0] != want[0] || out[1] != want[1] || out[2] != want[2] || out[3] != want[3] {
+		t.Errorf("aligned 16-byte store wrote %v, want %v", out[:4], want)
+	}
+	if _, msg := selftest(3, 2, 32); !strings.Contains(msg, "misaligned 16-byte vector store") {
+		t.Errorf("store at out+4 bytes: %q, want a misaligned-store error", msg)
+	}
+}

@@ -1,8 +1,9 @@
 // selftest.cc: small kernels that exercise the emulator's runtime itself
-// (shuffle semantics, barrier misuse, deadlock detection). They are not
+// (shuffle semantics, barrier misuse, deadlock detection, vector accesses). They are not
 // CUDA kernels of qppl and are reachable only from emu's tests.
 #include "shim.h"
 #include "runtime.h"
+#include "k_dq.h"
 
 static void st_shuffles(const uint64_t *a) {
 	float *out;
@@ -28,10 +29,19 @@ static void st_deadlock(const uint64_t *) {
 
 static void st_barrier(const uint64_t *) { __syncthreads(); }
 
+// st_vec16 stores one uint4 at out + blockIdx.x floats (16-byte aligned
+// only when blockIdx.x is a multiple of 4: out comes from malloc).
+static void st_vec16(const uint64_t *a) {
+	float *out;
+	memcpy(&out, &a[0], sizeof out);
+	if (threadIdx.x == 0) dq_st16(out + blockIdx.x, make_uint4(0x3f800000u, 0x40000000u, 0x40400000u, 0x40800000u));
+}
+
 static const EmuKernel st_table[] = {
     {"st_shuffles", "p", st_shuffles, 1},
     {"st_deadlock", "", st_deadlock, 1},
     {"st_barrier_nosync", "", st_barrier, 0},
+    {"st_vec16", "p", st_vec16, 0},
 };
 
 extern "C" const char *emu_selftest(int which, float *out, unsigned grid, unsigned block) {

@@ -9,7 +9,8 @@ import "C"
 import "unsafe"
 
 // selftest runs runtime self-test kernel which (0 shuffles, 1 deadlock,
-// 2 barrier in a sync=0 kernel) and returns out and the launch error text.
+// 2 barrier in a sync=0 kernel, 3 a 16-byte store at out + grid-1 floats)
+// and returns out and the launch error text.
 func selftest(which, grid, block int) ([]float32, string) {
 	n := grid * block * 4
 	p := C.malloc(C.size_t(4 * n))

@@ -121,6 +121,16 @@ template <typename T> static inline T __shfl_sync(unsigned m, T v, int s, int w 
 template <typename T> static inline T atomicAdd(T *p, T v) { T old = *p; *p = old + v; return old; }
 static inline int atomicMax(int *p, int v) { int old = *p; if (v > old) *p = v; return old; }
 
+// Vector types of vector_types.h used by the kernels' 8- and 16-byte
+// accesses (kernels/dq.cuh), with CUDA's alignment.
+struct alignas(8) uint2 {
+	unsigned int x, y;
+};
+struct alignas(16) uint4 {
+	unsigned int x, y, z, w;
+};
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+
 // Bit casts and math.
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }

@@ -9,9 +9,10 @@
 // A row of K values is K/bs whole blocks of ts bytes (bs, ts: the type's
 // block and type size); rows are contiguous. Grid types read their
 // codebook from grid (ggml.Grid: group int8 values per entry); the other
-// types ignore it. The kernel is grid-stride over the N*K outputs, one
-// value per step, and uses no barriers.
-#include "common.cuh"
+// types ignore it. The kernel runs in the row-major geometry of dq.cuh (8
+// consecutive values of one row per thread, 16-byte stores) and uses no
+// barriers.
+#include "dq.cuh"
 
 // ggml type ids (gguf/ggml's Type).
 #define GG_F32 0
@@ -324,11 +325,20 @@ EXTERN_C __global__ void dq_ggml(void *out, int gemmDT, int N, int K, const unsi
 	int bs, ts;
 	gg_block(typ, &bs, &ts);
 	if (bs == 0) return;
-	long long n = (long long)N * K, nb = K / bs;
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		long long r = i / K;
-		int c = (int)(i - r * K);
-		const unsigned char *b = data + (size_t)(r * nb + c / bs) * ts;
-		st_dt(out, i, gg_value(typ, b, c % bs, grid), gemmDT);
+	int r, c0;
+	int n = dq_row_tile(N, K, &r, &c0);
+	if (n == 0) return;
+	const unsigned char *row = data + (size_t)r * (K / bs) * ts;
+	float v[DQ_V];
+	if (bs % DQ_V == 0) { // the thread's 8 values sit in one block
+		const unsigned char *b = row + (size_t)(c0 / bs) * ts;
+		int j0 = c0 % bs;
+		for (int j = 0; j < DQ_V; j++) if (j < n) v[j] = gg_value(typ, b, j0 + j, grid);
+	} else {
+		for (int j = 0; j < DQ_V; j++) if (j < n) {
+			int c = c0 + j;
+			v[j] = gg_value(typ, row + (size_t)(c / bs) * ts, c % bs, grid);
+		}
 	}
+	dq_store(out, (size_t)r * K + c0, v, n, gemmDT, dq_vec_out(out, K));
 }

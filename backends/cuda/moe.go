@@ -106,7 +106,7 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 		if err := b.linear(ds, x[arch.ProjUp], ds.moeIn, n, ds.up, 0); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
-		if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, n*W); err != nil {
+		if err := b.gateMul(d, ds.gate, ds.gate, ds.up, n*W); err != nil {
 			return err
 		}
 		if err := b.linear(ds, x[arch.ProjDown], ds.gate, n, ds.moeOut, 0); err != nil {

@@ -201,7 +201,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 				return err
 			}
 			if lw.experts != nil {
-				if err := b.mixture(ds, lw, T); err != nil {
+				if err := b.mixture(ds, lw, T, func(p device.Ptr) error { return pr(ds, li, arch.SiteRouter, p, s.MoE.Experts) }); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
 			} else {
@@ -536,6 +536,8 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 			ok = p.Layer == -1
 		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut:
 			ok = p.Layer >= 0 && p.Layer < b.spec.Layers
+		case arch.SiteRouter:
+			ok = p.Layer >= 0 && p.Layer < b.spec.Layers && b.spec.Sparse(p.Layer)
 		}
 		if !ok {
 			return nil, fmt.Errorf("%s: unknown probe point layer %d site %q", b.opt.Name, p.Layer, p.Site)

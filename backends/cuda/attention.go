@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/qppl/qppl/backends/cuda/device"
 )
@@ -72,7 +73,12 @@ func (b *Backend) attend(ds *devState, T, window int) error {
 	s := b.spec
 	H, KVH, D := s.Heads, s.KVHeads, s.HeadDim
 	d := ds.d
-	scale := float32(s.AttnScale) // 1/sqrt(head_dim), or gemma's query_pre_attn_scalar**-0.5
+	// 1/sqrt(head_dim), or gemma's query_pre_attn_scalar**-0.5 (arch.For
+	// sets AttnScale; a Spec built by hand without it means the default).
+	scale := float32(1 / math.Sqrt(float64(D)))
+	if s.AttnScale != 0 {
+		scale = float32(s.AttnScale)
+	}
 	bg, ok := d.(device.BatchedGemmer)
 	if !ok {
 		if s.AttnSoftcap > 0 {

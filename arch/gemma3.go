@@ -4,7 +4,24 @@ import "github.com/qppl/qppl/checkpoint"
 
 // gemma3Text declares Gemma3ForCausalLM, the text-only Gemma 3 checkpoints
 // (model_type gemma3_text; the multimodal "gemma3" wraps it in
-// text_config and is not read here).
+// text_config and is not read here yet).
+//
+// The multimodal checkpoints (model_type "gemma3", architectures
+// Gemma3ForConditionalGeneration; modeling_gemma3.py) hold this decoder
+// under one of two prefixes: as published (google/gemma-3-*-it),
+// language_model.model.{embed_tokens,layers.N.*,norm}, with
+// vision_tower.vision_model.* and multi_modal_projector.{mm_input_projection_weight,
+// mm_soft_emb_norm.weight} beside it and a tied head (or
+// language_model.lm_head.weight); as saved by transformers ≥ 4.52,
+// model.language_model.*, model.vision_tower.*, model.multi_modal_projector.*
+// and lm_head.weight (Gemma3ForConditionalGeneration._checkpoint_conversion_mapping:
+// ^language_model.model → model.language_model, ^vision_tower →
+// model.vision_tower, ^multi_modal_projector → model.multi_modal_projector,
+// ^language_model.lm_head → lm_head; Gemma3Model's own mapping
+// language_model.model → language_model). Gemma3Model.forward feeds the
+// text decoder the same embeddings when no pixel_values are given (the image
+// token id is replaced by 0 first when it is ≥ vocab), so the text model's NLL is
+// the multimodal model's on text.
 //
 // transformers: models/gemma3/configuration_gemma3.py (Gemma3TextConfig:
 // num_key_value_heads 4, head_dim 256, hidden_activation

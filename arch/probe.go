@@ -9,6 +9,10 @@ const (
 	SiteMLPOut    = "mlp_out"    // down_proj output
 	SiteLayerOut  = "layer_out"  // residual stream after the layer
 	SiteFinalNorm = "final_norm" // layer -1: model.norm output
+	// SiteRouter is a mixture-of-experts layer's router logits [T][experts]
+	// (not a hidden state, so not in LayerSites): qppl verify compares the
+	// two backends' top-k choices with it (compare/verify, routing flips).
+	SiteRouter = "router_logits"
 )
 
 // LayerSites returns the per-layer probe sites in forward order.

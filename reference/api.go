@@ -288,6 +288,8 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 			ok = p.Layer == -1
 		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut:
 			ok = p.Layer >= 0 && p.Layer < b.m.L
+		case arch.SiteRouter:
+			ok = p.Layer >= 0 && p.Layer < b.m.L && b.m.spec.Sparse(p.Layer)
 		}
 		if !ok {
 			return nil, fmt.Errorf("reference: unknown probe point layer %d site %q", p.Layer, p.Site)

@@ -185,7 +185,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		rmsNorm(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
 		probe(li, arch.SiteMLPNorm, ws.h, d.C)
 		if l.experts != nil {
-			if err := m.mixture(ws, l, T); err != nil {
+			if err := m.mixture(ws, l, T, func(logits []float64) { probe(li, arch.SiteRouter, logits, m.spec.MoE.Experts) }); err != nil {
 				return err
 			}
 		} else {

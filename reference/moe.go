@@ -9,7 +9,7 @@ import (
 )
 
 // mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
-// the normed rows ws.h into ws.proj:
+// the normed rows ws.h into ws.proj (probeRouter sees the router logits):
 //
 //	p = softmax(h·W_routerᵀ)                    per row, float64
 //	S = the TopK largest p (ties: lower expert index first; see arch/qwen3_moe.go)
@@ -21,7 +21,7 @@ import (
 // routed to it, gathered into ws.moeIn — as transformers passes
 // hidden_states[top_x] to the expert, so an activation quantizer sees the
 // same rows. Experts no row chose are never decoded.
-func (m *model) mixture(ws *workspace, l *layerWeights, T int) error {
+func (m *model) mixture(ws *workspace, l *layerWeights, T int, probeRouter func(logits []float64)) error {
 	d := m.dims
 	moe := m.spec.MoE
 	E, k, W := moe.Experts, moe.TopK, moe.Intermediate
@@ -29,6 +29,7 @@ func (m *model) mixture(ws *workspace, l *layerWeights, T int) error {
 	if err := m.linear(ws, l.lin[arch.ProjRouter], nil, ws.h, T, d.C, logits, E); err != nil {
 		return err
 	}
+	probeRouter(logits)
 	// routes[e] lists (row, weight) of the rows that chose expert e.
 	type route struct {
 		row int

@@ -73,9 +73,17 @@ func (b *Backend) attend(ds *devState, T, window int) error {
 	s := b.spec
 	H, KVH, D := s.Heads, s.KVHeads, s.HeadDim
 	d := ds.d
+	// 1/sqrt(head_dim), or gemma's query_pre_attn_scalar**-0.5 (arch.For
+	// sets AttnScale; a Spec built by hand without it means the default).
 	scale := float32(1 / math.Sqrt(float64(D)))
+	if s.AttnScale != 0 {
+		scale = float32(s.AttnScale)
+	}
 	bg, ok := d.(device.BatchedGemmer)
 	if !ok {
+		if s.AttnSoftcap > 0 {
+			return fmt.Errorf("attention soft-capping needs a device with batched GEMMs (%s has none)", d.Name())
+		}
 		return device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT, window)
 	}
 	dt := b.gemmDT
@@ -99,7 +107,12 @@ func (b *Backend) attend(ds *devState, T, window int) error {
 			if err != nil {
 				return fmt.Errorf("attention QKᵀ: %w", err)
 			}
-			rows := nb * rb // one warp per row
+			rows := nb * rb                // one warp per row
+			if c := s.AttnSoftcap; c > 0 { // gemma2: scores = tanh(scores/cap)·cap, before the mask
+				if err := device.LaunchSoftcap(d, ds.scores, rows*n, float32(c)); err != nil {
+					return err
+				}
+			}
 			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt, window); err != nil {
 				return err
 			}

@@ -54,7 +54,10 @@ var (
 
 // layerDev is one decoder layer's weights on its device.
 type layerDev struct {
-	attnNorm, mlpNorm, qNorm, kNorm device.Ptr // fp32
+	attnNorm, mlpNorm, qNorm, kNorm device.Ptr // fp32 (gemma: 1 + weight)
+	// postAttnNorm, postMLPNorm: gemma's post_attention_layernorm and
+	// post_feedforward_layernorm (fp32, 1 + weight); 0 otherwise.
+	postAttnNorm, postMLPNorm device.Ptr
 	// lin and bias are indexed by arch.Proj (arch.ProjQ … arch.ProjDown), as
 	// in package reference; a bias is 0 when absent (fp32).
 	lin  [arch.NumProj]*devLinear
@@ -91,6 +94,7 @@ type devState struct {
 	weights       device.Ptr // its softmax weights (attnParts dtype parts)
 	ids           device.Ptr // [T] int32 (device 0)
 	cos, sin      device.Ptr // [T][D/2] fp32 RoPE tables
+	cosL, sinL    device.Ptr // [T][D/2] fp32 local RoPE tables (gemma3's sliding layers; 0 otherwise)
 	embed         device.Ptr // [V][C] embedding (device 0; head device when tied)
 	embedDT       device.DType
 	finalNorm     device.Ptr // [C] fp32 (head device)
@@ -285,7 +289,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	} else if dh.head, err = upload(dh.d, head); err != nil {
 		return nil, err
 	}
-	norm, err := ld.vec(arch.FinalNormName, C)
+	norm, err := ld.norm(arch.FinalNormName, C)
 	if err != nil {
 		return nil, err
 	}
@@ -362,6 +366,15 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 		{&ds.cos, t * int64(D/2) * 4}, {&ds.sin, t * int64(D/2) * 4},
 		{&ds.qa, ao}, {&ds.ka, ao}, {&ds.va, ao}, {&ds.scores, as}, {&ds.weights, aw},
 	}
+	if s.LocalRopeTheta > 0 {
+		bufs = append(bufs, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.cosL, t * int64(D/2) * 4}, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.sinL, t * int64(D/2) * 4})
+	}
 	if s.MoE != nil {
 		bufs = append(bufs, struct {
 			p *device.Ptr
@@ -408,7 +421,19 @@ func (b *Backend) allocAct(ds *devState) error {
 		}
 		*a.p = p
 	}
-	inv := b.spec.RopeInvFreq()
+	if err := b.ropeTables(ds.d, ds.cos, ds.sin, b.spec.RopeInvFreq(), T); err != nil {
+		return err
+	}
+	if th := b.spec.LocalRopeTheta; th > 0 { // gemma3: rotary_emb_local, the default RoPE of base rope_local_base_freq
+		return b.ropeTables(ds.d, ds.cosL, ds.sinL, arch.RopeInvFreq(D, th, nil), T)
+	}
+	return nil
+}
+
+// ropeTables uploads cos and sin of pos·inv[j] for positions [0, T)
+// (float64, rounded once to fp32).
+func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float64, T int) error {
+	D := b.spec.HeadDim
 	cs, sn := make([]float32, T*D/2), make([]float32, T*D/2)
 	for p := 0; p < T; p++ {
 		for j := 0; j < D/2; j++ {
@@ -416,10 +441,10 @@ func (b *Backend) allocAct(ds *devState) error {
 			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)), float32(math.Sin(ang))
 		}
 	}
-	if err := ds.d.CopyIn(ds.cos, f32Bytes(cs)); err != nil {
+	if err := d.CopyIn(cosP, f32Bytes(cs)); err != nil {
 		return err
 	}
-	return ds.d.CopyIn(ds.sin, f32Bytes(sn))
+	return d.CopyIn(sinP, f32Bytes(sn))
 }
 
 // grow reallocates the per-window buffers of every device for windows of T
@@ -472,7 +497,7 @@ func (b *Backend) free() {
 }
 
 func (ds *devState) all() []device.Ptr {
-	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.moeIn, ds.moeOut, ds.ids, ds.cos, ds.sin,
+	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.moeIn, ds.moeOut, ds.ids, ds.cos, ds.sin, ds.cosL, ds.sinL,
 		ds.qa, ds.ka, ds.va, ds.scores, ds.weights, ds.qkv, ds.gu,
 		ds.embed, ds.finalNorm, ds.logits, ds.base, ds.targets, ds.nll, ds.kl, ds.top}
 	for _, l := range ds.layers {
@@ -480,7 +505,7 @@ func (ds *devState) all() []device.Ptr {
 			ps = append(ps, l.arena)
 			continue
 		}
-		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.router32)
+		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32)
 		ps = append(ps, l.bias[:]...)
 		for _, li := range l.lin {
 			if li != nil {
@@ -530,33 +555,14 @@ func (b *Backend) Close() error {
 }
 
 // Supports reports whether the CUDA forward pass computes every operation
-// of spec, or names the first it lacks (wrapping arch.ErrUnsupported):
-// gemma's (1 + weight) norms, embedding scale, sandwich norms, tanh-gelu
-// MLP, query_pre_attn_scalar and soft-capping have no kernels yet (issue
-// 14), and computing the llama graph instead would be a wrong number.
+// of spec, or names the first it lacks (wrapping arch.ErrUnsupported), so
+// that a family with an operation that has no kernel is refused instead of
+// computed as the llama graph (a wrong number). Every declared family is
+// computed today: gemma's (1 + weight) norms, embedding scale, sandwich
+// norms, tanh-gelu MLP, query_pre_attn_scalar, local RoPE and soft-capping
+// have their kernels (kernels/gemma.cu, issue 14).
 func Supports(spec *arch.Spec) error {
 	var miss []string
-	if spec.NormOffset {
-		miss = append(miss, "(1 + weight) RMSNorm")
-	}
-	if spec.EmbedScale {
-		miss = append(miss, "embedding scale")
-	}
-	if spec.SandwichNorms {
-		miss = append(miss, "post-attention/feed-forward norms")
-	}
-	if spec.GeluTanh {
-		miss = append(miss, "gelu_pytorch_tanh")
-	}
-	if spec.AttnSoftcap > 0 || spec.FinalSoftcap > 0 {
-		miss = append(miss, "logit soft-capping")
-	}
-	if spec.LocalRopeTheta > 0 {
-		miss = append(miss, "local RoPE")
-	}
-	if spec.AttnScale != 1/math.Sqrt(float64(spec.HeadDim)) {
-		miss = append(miss, "query_pre_attn_scalar")
-	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))
 	}

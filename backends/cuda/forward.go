@@ -68,6 +68,12 @@ func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows in
 //	                rope(q,k); a = attention(q,k,v); x += a·Woᵀ (+b);
 //	                h = rmsnorm(x)·w; x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
 //	h = rmsnorm(x)·w_final
+//
+// gemma adds: x ·= sqrt(hidden) after the embedding, (1 + w) norm weights
+// (uploaded so), post-attention/feed-forward norms on each block's output
+// before its residual add, gelu_tanh instead of silu, the local RoPE tables
+// on gemma3's sliding layers, query_pre_attn_scalar and soft-capped scores
+// (attention.go) and soft-capped logits (headChunk).
 func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) error {
 	s := b.spec
 	T, C, H, KVH, D, I := len(ids), s.Hidden, s.Heads, s.KVHeads, s.HeadDim, s.Intermediate
@@ -81,6 +87,11 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 	}
 	if probe != nil {
 		if err := probe(ds, -1, arch.SiteEmbed, ds.x, C); err != nil {
+			return err
+		}
+	}
+	if s.EmbedScale { // gemma: x · sqrt(hidden), the factor in fp32 (arch/gemma2.go)
+		if err := device.LaunchScale(ds.d, ds.x, T*C, float32(math.Sqrt(float64(C)))); err != nil {
 			return err
 		}
 	}
@@ -155,10 +166,14 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					return err
 				}
 			}
-			if err := device.LaunchRope(d, ds.q, ds.cos, ds.sin, T, H, D); err != nil {
+			cs, sn := ds.cos, ds.sin
+			if s.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
+				cs, sn = ds.cosL, ds.sinL
+			}
+			if err := device.LaunchRope(d, ds.q, cs, sn, T, H, D); err != nil {
 				return err
 			}
-			if err := device.LaunchRope(d, ds.k, ds.cos, ds.sin, T, KVH, D); err != nil {
+			if err := device.LaunchRope(d, ds.k, cs, sn, T, KVH, D); err != nil {
 				return err
 			}
 			if err := b.attend(ds, T, b.spec.Window(li)); err != nil {
@@ -166,6 +181,11 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			}
 			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
+			}
+			if lw.postAttnNorm != 0 { // gemma: post_attention_layernorm before the residual add
+				if err := norm(ds.proj, ds.proj, lw.postAttnNorm, T, C); err != nil {
+					return err
+				}
 			}
 			if err := pr(ds, li, arch.SiteAttnOut, ds.proj, C); err != nil {
 				return err
@@ -181,7 +201,7 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 				return err
 			}
 			if lw.experts != nil {
-				if err := b.mixture(ds, lw, T); err != nil {
+				if err := b.mixture(ds, lw, T, func(p device.Ptr) error { return pr(ds, li, arch.SiteRouter, p, s.MoE.Experts) }); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
 			} else {
@@ -189,14 +209,14 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.gate, I}, fusedPart{ds.up, I}); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
-					if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, T*I); err != nil {
+					if err := b.gateMul(d, ds.gate, ds.gate, ds.up, T*I); err != nil {
 						return err
 					}
 				} else if w := lw.lin[arch.ProjGate]; lw.fuse[fuseGU] && fitsElems(T, 2*w.out) { // one GEMM, then silu(gate)·up from its rows
 					if err := b.linearFused(ds, []*devLinear{w, lw.lin[arch.ProjUp]}, ds.h, T, ds.gu); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
-					if err := device.LaunchSiluMulCat(d, ds.gate, ds.gu, T, w.out); err != nil {
+					if err := b.gateMulCat(d, ds.gate, ds.gu, T, w.out); err != nil {
 						return err
 					}
 				} else {
@@ -206,12 +226,17 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 					if err := b.linear(ds, lw.lin[arch.ProjUp], ds.h, T, ds.up, 0); err != nil {
 						return fmt.Errorf("layer %d: %w", li, err)
 					}
-					if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, T*I); err != nil {
+					if err := b.gateMul(d, ds.gate, ds.gate, ds.up, T*I); err != nil {
 						return err
 					}
 				}
 				if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
+				}
+			}
+			if lw.postMLPNorm != 0 { // gemma: post_feedforward_layernorm
+				if err := norm(ds.proj, ds.proj, lw.postMLPNorm, T, C); err != nil {
+					return err
 				}
 			}
 			if err := pr(ds, li, arch.SiteMLPOut, ds.proj, C); err != nil {
@@ -243,7 +268,30 @@ func (b *Backend) headChunk(r0, r1 int) error {
 	C := b.spec.Hidden
 	in := hd.h + device.Ptr(r0*C*4)
 	hd.xaCastOf = 0
-	return b.linear(hd, hd.head, in, r1-r0, hd.logits, 0)
+	if err := b.linear(hd, hd.head, in, r1-r0, hd.logits, 0); err != nil {
+		return err
+	}
+	if c := b.spec.FinalSoftcap; c > 0 { // gemma2: logits = tanh(logits/cap)·cap
+		return device.LaunchSoftcap(hd.d, hd.logits, (r1-r0)*b.spec.Vocab, float32(c))
+	}
+	return nil
+}
+
+// gateMul writes out = act(gate) ⊙ up over n elements with the family's
+// MLP activation: silu, or gemma's gelu_pytorch_tanh (Spec.GeluTanh).
+func (b *Backend) gateMul(d device.Device, out, gate, up device.Ptr, n int) error {
+	if b.spec.GeluTanh {
+		return device.LaunchGeluTanhMul(d, out, gate, up, n)
+	}
+	return device.LaunchSiluMul(d, out, gate, up, n)
+}
+
+// gateMulCat is gateMul on fused gate|up rows gu[T][2I].
+func (b *Backend) gateMulCat(d device.Device, out, gu device.Ptr, T, I int) error {
+	if b.spec.GeluTanh {
+		return device.LaunchGeluTanhMulCat(d, out, gu, T, I)
+	}
+	return device.LaunchSiluMulCat(d, out, gu, T, I)
 }
 
 // maxKernelElems bounds the element count of one activation buffer: the
@@ -488,6 +536,8 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 			ok = p.Layer == -1
 		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut:
 			ok = p.Layer >= 0 && p.Layer < b.spec.Layers
+		case arch.SiteRouter:
+			ok = p.Layer >= 0 && p.Layer < b.spec.Layers && b.spec.Sparse(p.Layer)
 		}
 		if !ok {
 			return nil, fmt.Errorf("%s: unknown probe point layer %d site %q", b.opt.Name, p.Layer, p.Site)

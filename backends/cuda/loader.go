@@ -31,6 +31,28 @@ func (ld *loader) vec(name string, n int) ([]byte, error) {
 	return f64ToF32Bytes(v), nil
 }
 
+// norm reads an RMSNorm weight as fp32 bytes; for gemma (Spec.NormOffset)
+// it uploads 1 + weight, formed in float64 and rounded once to fp32, which
+// is Gemma2RMSNorm.forward's fp32 (1.0 + self.weight.float()) for every
+// bf16/fp16/fp32 weight.
+func (ld *loader) norm(name string, n int) ([]byte, error) {
+	if !ld.spec.NormOffset {
+		return ld.vec(name, n)
+	}
+	v, shape, err := ld.m.ReadFloat64(name)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", name, err)
+	}
+	if len(shape) != 1 || shape[0] != n || len(v) != n {
+		return nil, fmt.Errorf("cuda: %s: shape %v, want [%d]", name, shape, n)
+	}
+	w := make([]float64, n)
+	for i, x := range v {
+		w[i] = 1 + x
+	}
+	return f64ToF32Bytes(w), nil
+}
+
 func (ld *loader) linear(al arch.Linear) (*hostLinear, error) {
 	l, err := ld.scheme.Linear(ld.m, al.Module)
 	if err != nil {
@@ -48,6 +70,7 @@ type vecSpec struct {
 	name string
 	n    int
 	dst  func(*layerDev) *device.Ptr
+	norm bool // an RMSNorm weight (gemma: uploaded as 1 + weight)
 }
 
 // layerVecs lists layer i's 1-D tensors (norms, then the biases by
@@ -56,14 +79,16 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 	s := ld.spec
 	l := s.Layer(i)
 	all := []vecSpec{
-		{l.AttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.attnNorm }},
-		{l.MLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.mlpNorm }},
-		{l.QNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.qNorm }},
-		{l.KNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.kNorm }},
+		{l.AttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.attnNorm }, true},
+		{l.MLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.mlpNorm }, true},
+		{l.QNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.qNorm }, true},
+		{l.KNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.kNorm }, true},
+		{l.PostAttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postAttnNorm }, true},
+		{l.PostMLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMLPNorm }, true},
 	}
 	for _, al := range s.LayerLinears(i) {
 		p := al.Proj
-		all = append(all, vecSpec{l.Bias(p), al.Out, func(lw *layerDev) *device.Ptr { return &lw.bias[p] }})
+		all = append(all, vecSpec{l.Bias(p), al.Out, func(lw *layerDev) *device.Ptr { return &lw.bias[p] }, false})
 	}
 	return all
 }
@@ -144,7 +169,11 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		if v.name == "" {
 			continue
 		}
-		b, err := ld.vec(v.name, v.n)
+		read := ld.vec
+		if v.norm {
+			read = ld.norm
+		}
+		b, err := read(v.name, v.n)
 		if err != nil {
 			return lw, err
 		}

@@ -29,7 +29,7 @@ import (
 // The gather and the weighted scatter go through the host (2·T·C·4 bytes
 // per chosen expert): correct on every device, and a known cost on a GPU
 // until device-side gather/scatter kernels replace them.
-func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
+func (b *Backend) mixture(ds *devState, lw *layerDev, T int, probeRouter func(logits device.Ptr) error) error {
 	s := b.spec
 	d := ds.d
 	C, E, k, W := s.Hidden, s.MoE.Experts, s.MoE.TopK, s.MoE.Intermediate
@@ -40,6 +40,9 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 			return fmt.Errorf("router: %w", err)
 		}
 	} else if err := b.linear(ds, lw.lin[arch.ProjRouter], ds.h, T, ds.gate, 0); err != nil {
+		return err
+	}
+	if err := probeRouter(ds.gate); err != nil {
 		return err
 	}
 	buf := make([]byte, T*max(E, C)*4)
@@ -106,7 +109,7 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int) error {
 		if err := b.linear(ds, x[arch.ProjUp], ds.moeIn, n, ds.up, 0); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
-		if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, n*W); err != nil {
+		if err := b.gateMul(d, ds.gate, ds.gate, ds.up, n*W); err != nil {
 			return err
 		}
 		if err := b.linear(ds, x[arch.ProjDown], ds.gate, n, ds.moeOut, 0); err != nil {

@@ -24,9 +24,15 @@ func newFixtureCmd() *cli.Command {
 		Name:      "fixture",
 		Usage:     "write a tiny deterministic model in Hugging Face layout (bigram-initialised on the demo text, or random)",
 		UsageText: "qppl fixture --arch " + strings.Join(fixtures.Architectures(), "|") + " [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
-		Before:    requireFlags("out"),
+		Before: func(c *cli.Context) error {
+			if c.Bool("list-archs") {
+				return nil
+			}
+			return requireFlags("out")(c)
+		},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "arch", Value: "llama", Usage: "model_type: " + strings.Join(fixtures.Architectures(), ", ")},
+			&cli.BoolFlag{Name: "list-archs", Usage: "print the architectures (one model_type a line) and exit (make gpu-check's default GPU_CHECK_ARCHS)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same options → byte-identical files)"},
 			&cli.StringFlag{Name: "out", Usage: "output directory (created if needed)"},
 			&cli.StringFlag{Name: "preset", Usage: "smollm2: SmolLM2-135M shape (vocab 49152, hidden 576, 30 layers, BF16); size flags still override"},
@@ -43,6 +49,15 @@ func newFixtureCmd() *cli.Command {
 			&cli.StringFlag{Name: "init", Usage: "random, or bigram: build the model to compute a bigram model of the demo text, for a realistic PPL and KL", DefaultText: "bigram when vocab ≤ 2048 and, for a tied head, intermediate ≥ hidden; random otherwise"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("list-archs") {
+				if c.NumFlags() > 1 {
+					return usageErr(errors.New("fixture: --list-archs takes no other flag"))
+				}
+				for _, a := range fixtures.Architectures() {
+					fmt.Fprintln(c.App.Writer, a)
+				}
+				return nil
+			}
 			o, err := fixtureOptionsFrom(c)
 			if err != nil {
 				return usageErr(err)

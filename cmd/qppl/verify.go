@@ -68,6 +68,7 @@ func newVerifyCmd() *cli.Command {
 			fl("min-top1", "minimum top-1 agreement"),
 			fl("ppl-rel", "max relative PPL difference"),
 			fl("hidden-rel", "max relative L2 error of a hidden state"),
+			fl("router-margin", "MoE: a token whose expert choice differs is set apart (not a failure) when the first backend's router margin is at most this"),
 		}, backendFlags(backendFlagSet{precision: "precision of the second backend: bf16 (default), fp16, fp32"})...),
 		Action: func(c *cli.Context) error {
 			bs := strings.Split(c.String("backends"), ",")
@@ -90,7 +91,7 @@ func newVerifyCmd() *cli.Command {
 				prec = "fp64"
 			}
 			o.TolerancePrecision = prec
-			for _, name := range []string{"max-nll", "mean-nll", "mean-kl", "min-top1", "ppl-rel", "hidden-rel"} {
+			for _, name := range []string{"max-nll", "mean-nll", "mean-kl", "min-top1", "ppl-rel", "hidden-rel", "router-margin"} {
 				if c.IsSet(name) {
 					if o.TolerancesGiven == nil {
 						o.TolerancesGiven = map[string]float64{}
@@ -145,7 +146,16 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if _, ok := bes[0].(backends.LogProber); !ok {
 		return usageErr(fmt.Errorf("verify: %s cannot emit log-probs: put reference first", o.Backends[0]))
 	}
-	rep, err := verify.Run(ctx, bes[0], bes[1], ws, verify.Options{Tolerances: o.Tol, ProbeWindows: probeWindows(o.Probe), Layers: spec.Layers, Progress: stderr})
+	var router *verify.Router
+	if spec.MoE != nil { // the routing-flip rule (compare/verify, Tolerances.RouterMargin)
+		router = &verify.Router{TopK: spec.MoE.TopK}
+		for i := 0; i < spec.Layers; i++ {
+			if spec.Sparse(i) {
+				router.Layers = append(router.Layers, i)
+			}
+		}
+	}
+	rep, err := verify.Run(ctx, bes[0], bes[1], ws, verify.Options{Tolerances: o.Tol, ProbeWindows: probeWindows(o.Probe), Layers: spec.Layers, Router: router, Progress: stderr})
 	if err != nil {
 		return err
 	}
@@ -235,7 +245,7 @@ func (o *verifyOptions) tolerances(m *checkpoint.Model, spec *arch.Spec) (verify
 	}
 	tol := verify.DefaultTolerances(o.TolerancePrecision, act)
 	for name, dst := range map[string]*float64{"max-nll": &tol.MaxNLL, "mean-nll": &tol.MeanNLL, "mean-kl": &tol.MeanKL,
-		"min-top1": &tol.MinTop1, "ppl-rel": &tol.PPLRel, "hidden-rel": &tol.HiddenRel} {
+		"min-top1": &tol.MinTop1, "ppl-rel": &tol.PPLRel, "hidden-rel": &tol.HiddenRel, "router-margin": &tol.RouterMargin} {
 		if v, ok := o.TolerancesGiven[name]; ok {
 			*dst = v
 		}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/qppl/qppl/arch"
@@ -22,6 +24,15 @@ type Tolerances struct {
 	MinTop1   float64 `json:"min_top1"`   // minimum fraction of tokens with the same top-1
 	PPLRel    float64 `json:"ppl_rel"`    // |PPL_second / PPL_first − 1|
 	HiddenRel float64 `json:"hidden_rel"` // relative L2 error of any probed hidden state
+	// RouterMargin is the routing-flip rule's bound (mixture-of-experts
+	// models): a token whose top-k expert choice differs between the
+	// backends in some layer is set apart, not counted in the NLL, KL,
+	// top-1 and PPL figures, when the first backend's router margin there
+	// (its k-th minus its (k+1)-th largest router logit) is at most
+	// RouterMargin: the second backend's precision moves router logits by
+	// that much, so the choice is a near tie either way. A flip with a
+	// larger margin is a failure.
+	RouterMargin float64 `json:"router_margin"`
 }
 
 // DefaultTolerances returns the tolerances for a second backend computing
@@ -36,22 +47,22 @@ type Tolerances struct {
 func DefaultTolerances(precision string, actQuant bool) Tolerances {
 	switch precision {
 	case "fp64":
-		return Tolerances{MaxNLL: 1e-9, MeanNLL: 1e-10, MeanKL: 1e-12, MinTop1: 1, PPLRel: 1e-10, HiddenRel: 1e-10}
+		return Tolerances{MaxNLL: 1e-9, MeanNLL: 1e-10, MeanKL: 1e-12, MinTop1: 1, PPLRel: 1e-10, HiddenRel: 1e-10, RouterMargin: 1e-9}
 	case "fp32":
 		if actQuant {
-			return Tolerances{MaxNLL: 0.1, MeanNLL: 5e-3, MeanKL: 1e-3, MinTop1: 0.97, PPLRel: 5e-3, HiddenRel: 1e-2}
+			return Tolerances{MaxNLL: 0.1, MeanNLL: 5e-3, MeanKL: 1e-3, MinTop1: 0.97, PPLRel: 5e-3, HiddenRel: 1e-2, RouterMargin: 0.05}
 		}
-		return Tolerances{MaxNLL: 2e-2, MeanNLL: 1e-3, MeanKL: 1e-4, MinTop1: 0.98, PPLRel: 2e-3, HiddenRel: 1e-3}
+		return Tolerances{MaxNLL: 2e-2, MeanNLL: 1e-3, MeanKL: 1e-4, MinTop1: 0.98, PPLRel: 2e-3, HiddenRel: 1e-3, RouterMargin: 1e-4}
 	case "fp16":
 		if actQuant {
-			return Tolerances{MaxNLL: 3, MeanNLL: 0.06, MeanKL: 0.1, MinTop1: 0.9, PPLRel: 0.05, HiddenRel: 0.3}
+			return Tolerances{MaxNLL: 3, MeanNLL: 0.06, MeanKL: 0.1, MinTop1: 0.9, PPLRel: 0.05, HiddenRel: 0.3, RouterMargin: 0.3}
 		}
-		return Tolerances{MaxNLL: 0.1, MeanNLL: 0.02, MeanKL: 2e-3, MinTop1: 0.95, PPLRel: 0.02, HiddenRel: 2e-2}
+		return Tolerances{MaxNLL: 0.1, MeanNLL: 0.02, MeanKL: 2e-3, MinTop1: 0.95, PPLRel: 0.02, HiddenRel: 2e-2, RouterMargin: 0.01}
 	default: // bf16
 		if actQuant {
-			return Tolerances{MaxNLL: 4, MeanNLL: 0.2, MeanKL: 0.3, MinTop1: 0.75, PPLRel: 0.1, HiddenRel: 0.5}
+			return Tolerances{MaxNLL: 4, MeanNLL: 0.2, MeanKL: 0.3, MinTop1: 0.75, PPLRel: 0.1, HiddenRel: 0.5, RouterMargin: 0.5}
 		}
-		return Tolerances{MaxNLL: 0.5, MeanNLL: 0.08, MeanKL: 2e-2, MinTop1: 0.9, PPLRel: 0.05, HiddenRel: 0.1}
+		return Tolerances{MaxNLL: 0.5, MeanNLL: 0.08, MeanKL: 2e-2, MinTop1: 0.9, PPLRel: 0.05, HiddenRel: 0.1, RouterMargin: 0.05}
 	}
 }
 
@@ -65,8 +76,31 @@ type Options struct {
 	// Layers is the model's number of decoder layers (probe points are
 	// embed, every layer's sites, final_norm); 0 compares embed and
 	// final_norm only.
-	Layers   int
+	Layers int
+	// Router enables the routing-flip rule (Tolerances.RouterMargin) for a
+	// mixture-of-experts model: its sparse layers and top-k. Both backends
+	// must then be backends.Prober with arch.SiteRouter.
+	Router   *Router
 	Progress io.Writer // one line per window when non-nil
+}
+
+// Router describes a model's expert routing for the routing-flip rule.
+type Router struct {
+	Layers []int // the mixture-of-experts layers
+	TopK   int   // experts per token
+}
+
+// RoutingFlip is one (position, layer) where the backends chose different
+// experts.
+type RoutingFlip struct {
+	Window   int     `json:"window"`
+	Position int     `json:"position"` // the token whose hidden state was routed (its logits predict Position+1)
+	Layer    int     `json:"layer"`
+	First    []int   `json:"first"`  // experts the first backend chose (descending logit)
+	Second   []int   `json:"second"` // experts the second backend chose
+	Margin   float64 `json:"margin"` // first backend's k-th minus (k+1)-th router logit
+	Excused  bool    `json:"excused"`
+	DNLL     float64 `json:"dnll"` // NLL difference of the target Position+1 (0 when not scored)
 }
 
 // PointError is the relative error of one probed hidden state.
@@ -95,10 +129,19 @@ type Report struct {
 	Top1Agreement  float64      `json:"top1_agreement"`
 	PPL            [2]float64   `json:"ppl"` // of the first and the second backend
 	Points         []PointError `json:"points,omitempty"`
-	FirstBad       *PointError  `json:"first_bad,omitempty"` // first probe point (forward order) beyond HiddenRel
-	Tolerances     Tolerances   `json:"tolerances"`
-	Failures       []string     `json:"failures,omitempty"`
-	Pass           bool         `json:"pass"`
+	// RoutingFlips lists every routing disagreement (Options.Router);
+	// SetApart counts the scored tokens left out of the figures above
+	// because each of their flips is within Tolerances.RouterMargin.
+	RoutingFlips []RoutingFlip `json:"routing_flips,omitempty"`
+	SetApart     int           `json:"set_apart_tokens"`
+	// RouterMaxAbsDiff is the largest |Δ router logit| between the
+	// backends over every token and MoE layer (what RouterMargin must
+	// cover: a flip needs a margin below the sum of two logits' errors).
+	RouterMaxAbsDiff float64     `json:"router_max_abs_diff,omitempty"`
+	FirstBad         *PointError `json:"first_bad,omitempty"` // first probe point (forward order) beyond HiddenRel
+	Tolerances       Tolerances  `json:"tolerances"`
+	Failures         []string    `json:"failures,omitempty"`
+	Pass             bool        `json:"pass"`
 }
 
 // firstLogProbs is an in-memory BaseLogProbs: the first backend's
@@ -156,7 +199,15 @@ func Run(ctx context.Context, a, b backends.Backend, windows []backends.Window, 
 		if len(sa.NLL) != len(sb.NLL) || len(sb.KL) != len(sb.NLL) {
 			return nil, fmt.Errorf("verify: window %d: %d and %d scores (%d KL)", w.Index, len(sa.NLL), len(sb.NLL), len(sb.KL))
 		}
+		apart, err := routing(ctx, a, b, w, opt, rep, sa.NLL, sb.NLL)
+		if err != nil {
+			return nil, err
+		}
 		for i := range sa.NLL {
+			if apart[i] {
+				rep.SetApart++
+				continue
+			}
 			d := sb.NLL[i] - sa.NLL[i]
 			if ad := math.Abs(d); ad > rep.MaxAbsNLLDiff || math.IsNaN(d) {
 				rep.MaxAbsNLLDiff, rep.MaxWindow, rep.MaxPosition = ad, w.Index, w.First+i
@@ -192,6 +243,99 @@ func Run(ctx context.Context, a, b backends.Backend, windows []backends.Window, 
 	}
 	rep.check()
 	return rep, nil
+}
+
+// routing applies the routing-flip rule to window w: it probes both
+// backends' router logits at every mixture-of-experts layer, records each
+// position whose top-k choice differs (ties to the lower expert index, as
+// both backends route), and returns the target indices (of w's NLL) to set
+// apart: those predicted from a flipped position all of whose flips are
+// within Tolerances.RouterMargin. A flip beyond the margin is kept in the
+// figures and fails the run (Report.check).
+func routing(ctx context.Context, a, b backends.Backend, w backends.Window, opt Options, rep *Report, nllA, nllB []float64) ([]bool, error) {
+	apart := make([]bool, len(nllA))
+	r := opt.Router
+	if r == nil || len(r.Layers) == 0 {
+		return apart, nil
+	}
+	pa, ok1 := a.(backends.Prober)
+	pb, ok2 := b.(backends.Prober)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("verify: the routing-flip rule needs router logits from both backends (%s, %s)", a.Info().Name, b.Info().Name)
+	}
+	var pts []backends.Point
+	for _, l := range r.Layers {
+		pts = append(pts, backends.Point{Layer: l, Site: arch.SiteRouter})
+	}
+	ha, err := pa.Probe(ctx, w, pts)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %s router probe: %w", a.Info().Name, err)
+	}
+	hb, err := pb.Probe(ctx, w, pts)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %s router probe: %w", b.Info().Name, err)
+	}
+	T := len(w.Tokens)
+	bad := make([]bool, len(nllA)) // a flip beyond the margin predicts this target
+	for _, p := range pts {
+		x, y := ha[p], hb[p]
+		if len(x) != len(y) || len(x) == 0 || len(x)%T != 0 {
+			return nil, fmt.Errorf("verify: router logits of layer %d: %d and %d values", p.Layer, len(x), len(y))
+		}
+		E := len(x) / T
+		if r.TopK < 1 || r.TopK >= E {
+			return nil, fmt.Errorf("verify: top-%d routing over %d experts", r.TopK, E)
+		}
+		for pos := 0; pos < T; pos++ {
+			la, lb := x[pos*E:(pos+1)*E], y[pos*E:(pos+1)*E]
+			for e := range la {
+				if d := math.Abs(lb[e] - la[e]); d > rep.RouterMaxAbsDiff || math.IsNaN(d) {
+					rep.RouterMaxAbsDiff = d
+				}
+			}
+			oa, ob := topOrder(la), topOrder(lb)
+			if sameSet(oa[:r.TopK], ob[:r.TopK]) {
+				continue
+			}
+			f := RoutingFlip{Window: w.Index, Position: pos, Layer: p.Layer,
+				First: append([]int(nil), oa[:r.TopK]...), Second: append([]int(nil), ob[:r.TopK]...),
+				Margin: la[oa[r.TopK-1]] - la[oa[r.TopK]]}
+			f.Excused = f.Margin <= opt.Tolerances.RouterMargin
+			if i := pos + 1 - w.First; i >= 0 && i < len(nllA) {
+				f.DNLL = nllB[i] - nllA[i]
+				if f.Excused {
+					apart[i] = true
+				} else {
+					bad[i] = true
+				}
+			}
+			rep.RoutingFlips = append(rep.RoutingFlips, f)
+		}
+	}
+	for i := range apart {
+		apart[i] = apart[i] && !bad[i]
+	}
+	return apart, nil
+}
+
+// topOrder returns the expert indices by descending logit, ties to the
+// lower index (the backends' routing order; softmax keeps it).
+func topOrder(l []float64) []int {
+	o := make([]int, len(l))
+	for i := range o {
+		o[i] = i
+	}
+	sort.SliceStable(o, func(i, j int) bool { return l[o[i]] > l[o[j]] })
+	return o
+}
+
+func sameSet(a, b []int) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // probe compares every probe point of one window, in forward order.
@@ -273,6 +417,12 @@ func (r *Report) check() {
 	fail(!(r.Top1Agreement >= t.MinTop1), "top-1 agreement %.4f < %.4f", r.Top1Agreement, t.MinTop1)
 	rel := math.Abs(r.PPL[1]/r.PPL[0] - 1)
 	fail(!(rel <= t.PPLRel), "PPL %.6g vs %.6g: relative difference %.3g > %.3g", r.PPL[0], r.PPL[1], rel, t.PPLRel)
+	for _, f := range r.RoutingFlips {
+		if !f.Excused {
+			fail(true, "routing flip at window %d position %d layer %d: experts %v vs %v with a router margin of %.3g > %.3g", f.Window, f.Position, f.Layer, f.First, f.Second, f.Margin, t.RouterMargin)
+			break
+		}
+	}
 	for i := range r.Points {
 		if !(r.Points[i].RelErr <= t.HiddenRel) {
 			p := r.Points[i]
@@ -295,6 +445,16 @@ func (r *Report) Write(w io.Writer) {
 	row("KL mean / max", fmt.Sprintf("%.3g / %.3g", r.MeanKL, r.MaxKL), fmt.Sprintf("mean ≤ %.3g", t.MeanKL))
 	row("top-1 agreement", fmt.Sprintf("%.4f", r.Top1Agreement), fmt.Sprintf("≥ %.4f", t.MinTop1))
 	row("PPL", fmt.Sprintf("%.6g / %.6g", r.PPL[0], r.PPL[1]), fmt.Sprintf("relative ≤ %.3g", t.PPLRel))
+	if len(r.RoutingFlips) > 0 || r.RouterMaxAbsDiff > 0 {
+		fmt.Fprintf(w, "  routing flips (top-k experts differ; set apart when the first backend's router margin ≤ %.3g): %d, %d scored tokens set apart; max |Δ router logit| %.3g\n", t.RouterMargin, len(r.RoutingFlips), r.SetApart, r.RouterMaxAbsDiff)
+		for _, f := range r.RoutingFlips {
+			what := "set apart"
+			if !f.Excused {
+				what = "beyond the margin"
+			}
+			fmt.Fprintf(w, "    window %d position %d layer %d: experts %v vs %v, margin %.3g, ΔNLL %.3g (%s)\n", f.Window, f.Position, f.Layer, f.First, f.Second, f.Margin, f.DNLL, what)
+		}
+	}
 	if len(r.Points) > 0 {
 		fmt.Fprintf(w, "  hidden states (relative L2 error, tolerance %.3g):\n", t.HiddenRel)
 		for _, p := range r.Points {

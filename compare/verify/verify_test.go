@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/qppl/qppl/backends/cuda"
 	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/backends/cuda/emu"
+	"github.com/qppl/qppl/fixtures"
+	"github.com/qppl/qppl/fixtures/quantizer"
 	"github.com/qppl/qppl/reference"
 )
 
@@ -124,5 +127,70 @@ func TestLocatesFirstBadLayer(t *testing.T) {
 	type scoreOnly struct{ backends.Backend }
 	if _, err := Run(context.Background(), scoreOnly{ref}, b, ws, Options{}); err == nil || !strings.Contains(err.Error(), "cannot emit log-probs") {
 		t.Errorf("first backend without LogProbs: err = %v", err)
+	}
+}
+
+// TestVerifyGemma: qppl verify's comparison passes for gemma2 and
+// gemma3_text on the emulated kernels, dense and W4A16, in fp32 and bf16
+// with the default tolerances, on windows of 80 tokens (the fixtures'
+// sliding window is 32), hidden states probed at every layer.
+func TestVerifyGemma(t *testing.T) {
+	for _, a := range []string{"gemma2", "gemma3_text"} {
+		o, err := fixtures.Defaults(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Init = fixtures.InitRandom
+		dense := filepath.Join(t.TempDir(), "dense")
+		if err := fixtures.Write(dense, o); err != nil {
+			t.Fatal(err)
+		}
+		w4 := filepath.Join(t.TempDir(), "w4")
+		if err := quantizer.Quantize(dense, w4, "W4A16", quantizer.Options{Seed: 3, GroupSize: 32}); err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range []string{dense, w4} {
+			m, err := arch.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ref, err := reference.New(m, reference.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			var ws []backends.Window
+			for i := 0; i < 2; i++ {
+				toks := make([]int32, 80)
+				for j := range toks {
+					toks[j] = int32((j*37 + i*11 + 3) % o.Vocab)
+				}
+				ws = append(ws, backends.Window{Index: i, Tokens: toks, First: 1})
+			}
+			for _, prec := range []string{"fp32", "bf16"} {
+				d, err := emu.New(emu.Options{Name: "emu:0"})
+				if errors.Is(err, emu.ErrNoCgo) {
+					t.Skip(err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				b, err := cuda.New(m, []device.Device{d}, cuda.Options{Name: "emu", Precision: prec, MaxTokens: 80})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				rep, err := Run(context.Background(), ref, b, ws, Options{Tolerances: DefaultTolerances(prec, false), Layers: m.Config.NumHiddenLayers})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s %s %s: max |ΔNLL| %.3g mean %.3g top-1 %.3f", a, filepath.Base(dir), prec, rep.MaxAbsNLLDiff, rep.MeanAbsNLLDiff, rep.Top1Agreement)
+				if !rep.Pass || len(rep.Points) != 2+5*m.Config.NumHiddenLayers {
+					t.Errorf("%s %s %s: pass %v, %d probe points, failures %v", a, filepath.Base(dir), prec, rep.Pass, len(rep.Points), rep.Failures)
+				}
+			}
+		}
 	}
 }

@@ -24,6 +24,11 @@ const (
 	KLogSoftmax  = "log_softmax_rows"
 	KActQuant    = "act_quant"
 	KDqGGML      = "dq_ggml"
+	// gemma.cu
+	KScale          = "scale_f32"
+	KSoftcap        = "softcap"
+	KGeluTanhMul    = "gelu_tanh_mul"
+	KGeluTanhMulCat = "gelu_tanh_mul_cat"
 )
 
 // KernelInfo is a kernel's signature (one letter per parameter: p pointer,
@@ -67,6 +72,11 @@ func Kernels() map[string]KernelInfo {
 		"dq_gptq":    {"piiipppipii", "dq_gptq"},
 		"dq_awq":     {"piiipppii", "dq_awq"},
 		KDqGGML:      {"piiipip", "ggml"},
+		// gemma.cu
+		KScale:          {"pif", "gemma"},
+		KSoftcap:        {"pif", "gemma"},
+		KGeluTanhMul:    {"pppi", "gemma"},
+		KGeluTanhMulCat: {"ppii", "gemma"},
 	}
 }
 

@@ -139,3 +139,29 @@ func LaunchSiluMulCat(d Device, out, gu Ptr, T, I int) error {
 func LaunchLogSoftmaxRows(d Device, logits Ptr, rows, V int) error {
 	return d.Launch(KLogSoftmax, D1(rows), D1(256), 0, logits, int32(rows), int32(V))
 }
+
+// LaunchScale multiplies x[0:n] by s (scale_f32, gemma.cu).
+func LaunchScale(d Device, x Ptr, n int, s float32) error {
+	g, b := GridStride(n)
+	return d.Launch(KScale, g, b, 0, x, int32(n), s)
+}
+
+// LaunchSoftcap replaces x[0:n] by tanh(x/cap)·cap (softcap, gemma.cu).
+func LaunchSoftcap(d Device, x Ptr, n int, cap float32) error {
+	g, b := GridStride(n)
+	return d.Launch(KSoftcap, g, b, 0, x, int32(n), cap)
+}
+
+// LaunchGeluTanhMul writes out = gelu_tanh(gate) ⊙ up over n elements
+// (gelu_tanh_mul, gemma.cu); out may be gate.
+func LaunchGeluTanhMul(d Device, out, gate, up Ptr, n int) error {
+	g, b := GridStride(n)
+	return d.Launch(KGeluTanhMul, g, b, 0, out, gate, up, int32(n))
+}
+
+// LaunchGeluTanhMulCat writes out[T][I] = gelu_tanh(gate)·up from the fused
+// rows gu[T][2I] = [gate | up] (gelu_tanh_mul_cat, gemma.cu).
+func LaunchGeluTanhMulCat(d Device, out, gu Ptr, T, I int) error {
+	g, b := GridStride(T * I)
+	return d.Launch(KGeluTanhMulCat, g, b, 0, out, gu, int32(T), int32(I))
+}

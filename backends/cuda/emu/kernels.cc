@@ -23,6 +23,7 @@
 #include "k_actquant.h"
 #include "k_ggml.h"
 #include "k_fused.h"
+#include "k_gemma.h"
 
 template <typename T> static constexpr char sigchar() {
 	return std::is_pointer<T>::value ? 'p'
@@ -63,6 +64,8 @@ static const EmuKernel table[] = {
     K(dq_mxfp4, 0),   K(dq_gptq, 0),      K(dq_awq, 0),
     K(dq_ggml, 0),
     K(attn_prep, 0),  K(attn_softmax, 1), K(log_softmax_rows, 1), K(split_qkv, 0), K(silu_mul_cat, 0),
+    // gemma.cu
+    K(scale_f32, 0),  K(softcap, 0),      K(gelu_tanh_mul, 0), K(gelu_tanh_mul_cat, 0),
 };
 
 extern "C" int emu_kernel_count(void) { return (int)(sizeof table / sizeof table[0]); }

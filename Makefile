@@ -16,7 +16,7 @@ demo: build
 
 # Static checks plus the whole test suite (default build: no GPU needed).
 test: vet fmt-check
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -9,6 +9,11 @@ const (
 	SiteMLPOut    = "mlp_out"    // down_proj output
 	SiteLayerOut  = "layer_out"  // residual stream after the layer
 	SiteFinalNorm = "final_norm" // layer -1: model.norm output
+	// The keys (after RoPE and k-norm) and values entering the KV cache,
+	// before any KV cache quantization; reference backend only (KV cache
+	// calibration), not in LayerSites.
+	SiteKCache = "k_cache"
+	SiteVCache = "v_cache"
 )
 
 // LayerSites returns the per-layer probe sites in forward order.

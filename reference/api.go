@@ -26,6 +26,10 @@ type Options struct {
 	// forward pass and the format do not use; by default New refuses it
 	// with an error wrapping checkpoint.ErrUnused that names them.
 	AllowUnusedTensors bool
+	// KVCacheQuant is --kv-cache-quant: quant.KVQuantAuto (on when the
+	// checkpoint declares a quantized KV cache), KVQuantOn or KVQuantOff
+	// (weights alone; the cache scales are still read and checked).
+	KVCacheQuant string
 }
 
 // Backend implements backends.Backend, backends.LogProber and
@@ -58,12 +62,17 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
 	}
+	kvOn, err := scheme.KVQuantEnabled(opt.KVCacheQuant)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
+	}
 	usage := m.TrackUsage()
 	defer usage.Stop()
 	b, err := newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
 	if err != nil {
 		return nil, err
 	}
+	b.m.kvQuant = kvOn
 	if !opt.AllowUnusedTensors {
 		if err := usage.Check("reference"); err != nil {
 			return nil, fmt.Errorf("reference: %w", err)
@@ -286,7 +295,7 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 		switch p.Site {
 		case arch.SiteEmbed, arch.SiteFinalNorm:
 			ok = p.Layer == -1
-		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut:
+		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut, arch.SiteKCache, arch.SiteVCache:
 			ok = p.Layer >= 0 && p.Layer < b.m.L
 		}
 		if !ok {
@@ -306,4 +315,36 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 		return nil, fmt.Errorf("reference: window %d: %w", w.Index, err)
 	}
 	return out, nil
+}
+
+// CalibrateKV returns, for every decoder layer of the dense or quantized
+// checkpoint m, the largest |key| (after RoPE and k-norm) and |value|
+// entering the KV cache over the windows (token ids), unquantized: the
+// static min-max calibration llm-compressor and ModelOpt run before they
+// write k_scale/v_scale (fixtures/quantizer writes them from these).
+func CalibrateKV(ctx context.Context, m *checkpoint.Model, windows [][]int32) ([][2]float64, error) {
+	b, err := New(m, Options{KVCacheQuant: quant.KVQuantOff, AllowUnusedTensors: true})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	amax := make([][2]float64, b.m.L)
+	var at []backends.Point
+	for l := 0; l < b.m.L; l++ {
+		at = append(at, backends.Point{Layer: l, Site: arch.SiteKCache}, backends.Point{Layer: l, Site: arch.SiteVCache})
+	}
+	for i, ids := range windows {
+		got, err := b.Probe(ctx, backends.Window{Index: i, Tokens: ids, First: 1}, at)
+		if err != nil {
+			return nil, err
+		}
+		for l := range amax {
+			for j, site := range []string{arch.SiteKCache, arch.SiteVCache} {
+				for _, v := range got[backends.Point{Layer: l, Site: site}] {
+					amax[l][j] = math.Max(amax[l][j], math.Abs(v))
+				}
+			}
+		}
+	}
+	return amax, nil
 }

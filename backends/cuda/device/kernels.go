@@ -24,6 +24,7 @@ const (
 	KLogSoftmax  = "log_softmax_rows"
 	KActQuant    = "act_quant"
 	KDqGGML      = "dq_ggml"
+	KKVQuant     = "kv_quant"
 )
 
 // KernelInfo is a kernel's signature (one letter per parameter: p pointer,
@@ -57,6 +58,7 @@ func Kernels() map[string]KernelInfo {
 		KLogitsStats: {"piipppippip", "logits"},
 		KLogSoftmax:  {"pii", "logits"},
 		KActQuant:    {"pipiiiiiifff", "actquant"},
+		KKVQuant:     {"piiiif", "kvquant"},
 		// one line per dequantization kernel (kernels/dq_<format>.cu)
 		"dq_dense":   {"pipiii", "dq_dense"},
 		"dq_ct_pack": {"piiipiiipiiipipi", "dq_ctpack"},

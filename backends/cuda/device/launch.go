@@ -139,3 +139,15 @@ func LaunchSiluMulCat(d Device, out, gu Ptr, T, I int) error {
 func LaunchLogSoftmaxRows(d Device, logits Ptr, rows, V int) error {
 	return d.Launch(KLogSoftmax, D1(rows), D1(256), 0, logits, int32(rows), int32(V))
 }
+
+// LaunchKVQuant rounds x[T][H][D] (fp32, in place) through an FP8 E4M3 KV
+// cache with scale s: all heads when head < 0, else head `head` only
+// (kv_quant, kvquant.cu).
+func LaunchKVQuant(d Device, x Ptr, T, H, D, head int, s float32) error {
+	n := T * D
+	if head < 0 {
+		n *= H
+	}
+	g, b := GridStride(n)
+	return d.Launch(KKVQuant, g, b, 0, x, int32(T), int32(H), int32(D), int32(head), s)
+}

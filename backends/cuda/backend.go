@@ -45,11 +45,11 @@ type Backend struct {
 	devs    []*devState
 	headDev int
 	closed  bool
-	broken  error   // a failed grow left the buffers unusable
+	broken  error // a failed grow left the buffers unusable
 	// kv holds each layer's FP8 KV cache scales (K, V: one, or one per
 	// key/value head) when the cache is quantized; nil otherwise.
 	kv      [][2][]float32
-	attnCap int64 // attention chunk budget (0: attnScoreCap; tests set less)
+	attnCap int64   // attention chunk budget (0: attnScoreCap; tests set less)
 	fused   [2]bool // some layer may fuse q|k|v, gate|up: their output buffers are planned
 }
 

@@ -71,7 +71,7 @@ never evaluates twice. --baseline FILE gates each model (matched by label)
 against a previous result set and exits 3 when one regressed.
 --run-dir DIR journals every model's finished windows under DIR; after a
 crash or Ctrl-C the same command resumes (docs/runs.md).`,
-		Flags: append(append(flags, backendFlags(backendFlagSet{name: true})...), plotFlags()...),
+		Flags: append(append(flags, backendFlags(backendFlagSet{name: true, kv: true})...), plotFlags()...),
 		Action: func(c *cli.Context) error {
 			o, err := compareOptionsFrom(c)
 			if err != nil {
@@ -654,12 +654,18 @@ func openForCompare(bo backendOptions) func(dir string) (*suite.Opened, error) {
 			m.Close()
 			return nil, usageErr(err)
 		}
+		kvState, kvScheme, err := kvCacheState(m.ckpt, bo.KVCacheQuant)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
 		be, err := m.openBackend(bo)
 		if err != nil {
 			m.Close()
 			return nil, err
 		}
 		return &suite.Opened{Backend: be, BPWLayer: rep.BPWLayer, BPWHead: rep.BPWHead, VRAMGB: rep.VRAMGB, Format: rep.Format,
+			KVCacheQuant: kvState, KVCacheScheme: kvScheme,
 			Close: func() error {
 				err := be.Close()
 				if e := m.Close(); err == nil {

@@ -68,7 +68,7 @@ func newVerifyCmd() *cli.Command {
 			fl("min-top1", "minimum top-1 agreement"),
 			fl("ppl-rel", "max relative PPL difference"),
 			fl("hidden-rel", "max relative L2 error of a hidden state"),
-		}, backendFlags(backendFlagSet{precision: "precision of the second backend: bf16 (default), fp16, fp32"})...),
+		}, backendFlags(backendFlagSet{kv: true, precision: "precision of the second backend: bf16 (default), fp16, fp32"})...),
 		Action: func(c *cli.Context) error {
 			bs := strings.Split(c.String("backends"), ",")
 			if len(bs) != 2 || bs[0] == "" || bs[1] == "" {
@@ -127,6 +127,13 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	ws, err := verifyWindows(ctx, o, m.Config, stderr)
 	if err != nil {
 		return err
+	}
+	kvState, kvScheme, err := kvCacheState(m, o.Backend.KVCacheQuant)
+	if err != nil {
+		return err
+	}
+	if kvState != "" {
+		fmt.Fprintf(stderr, "verify: KV cache %s (%s)\n", kvState, kvScheme)
 	}
 	var bes [2]backends.Backend
 	for i, name := range o.Backends {

@@ -20,7 +20,10 @@ type Opened struct {
 	Backend                   backends.Backend
 	BPWLayer, BPWHead, VRAMGB float64
 	Format                    string
-	Close                     func() error
+	// KVCacheQuant, KVCacheScheme: eval.Identity's, for a checkpoint with
+	// a quantized KV cache ("" otherwise).
+	KVCacheQuant, KVCacheScheme string
+	Close                       func() error
 }
 
 // BackendEvaluator is the Evaluator of qppl compare: it opens each model
@@ -98,6 +101,7 @@ func (e *BackendEvaluator) Evaluate(ctx context.Context, job Job) (compare.Resul
 		Model: job.Model.ModelDir, ModelHash: job.ModelHash, Label: job.Model.Label, Backend: info.Name, Precision: info.Precision,
 		Data: d.Info, DataSpecHash: d.Hash, Windows: len(d.Windows),
 		TopK: e.TopK, BPWLayer: m.BPWLayer, BPWHead: m.BPWHead, VRAMGB: m.VRAMGB, Format: m.Format,
+		KVCacheQuant: m.KVCacheQuant, KVCacheScheme: m.KVCacheScheme,
 	}
 	if job.SaveBase || job.UseBase {
 		id.KLMode, id.KLBaseKey, id.KLBaseFormat = d.KLMode, job.BaseKey, string(e.Encoding)

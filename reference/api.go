@@ -318,19 +318,23 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 }
 
 // CalibrateKV returns, for every decoder layer of the dense or quantized
-// checkpoint m, the largest |key| (after RoPE and k-norm) and |value|
-// entering the KV cache over the windows (token ids), unquantized: the
-// static min-max calibration llm-compressor and ModelOpt run before they
-// write k_scale/v_scale (fixtures/quantizer writes them from these).
-func CalibrateKV(ctx context.Context, m *checkpoint.Model, windows [][]int32) ([][2]float64, error) {
+// checkpoint m and each of its key/value heads, the largest |key| (after
+// RoPE and k-norm) and |value| entering the KV cache over the windows
+// (token ids), unquantized: amax[layer][0][head] for keys, [1][head] for
+// values. It is the static min-max calibration llm-compressor and ModelOpt
+// run before they write k_scale/v_scale (fixtures/quantizer writes them
+// from these).
+func CalibrateKV(ctx context.Context, m *checkpoint.Model, windows [][]int32) ([][2][]float64, error) {
 	b, err := New(m, Options{KVCacheQuant: quant.KVQuantOff, AllowUnusedTensors: true})
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	amax := make([][2]float64, b.m.L)
+	KV, D := b.m.KV, b.m.D
+	amax := make([][2][]float64, b.m.L)
 	var at []backends.Point
-	for l := 0; l < b.m.L; l++ {
+	for l := range amax {
+		amax[l] = [2][]float64{make([]float64, KV), make([]float64, KV)}
 		at = append(at, backends.Point{Layer: l, Site: arch.SiteKCache}, backends.Point{Layer: l, Site: arch.SiteVCache})
 	}
 	for i, ids := range windows {
@@ -340,8 +344,9 @@ func CalibrateKV(ctx context.Context, m *checkpoint.Model, windows [][]int32) ([
 		}
 		for l := range amax {
 			for j, site := range []string{arch.SiteKCache, arch.SiteVCache} {
-				for _, v := range got[backends.Point{Layer: l, Site: site}] {
-					amax[l][j] = math.Max(amax[l][j], math.Abs(v))
+				for e, v := range got[backends.Point{Layer: l, Site: site}] {
+					h := e / D % KV // [T][KV][D]
+					amax[l][j][h] = math.Max(amax[l][j][h], math.Abs(v))
 				}
 			}
 		}

@@ -16,7 +16,7 @@ import (
 
 // kvFixture writes a dense fixture of family a and returns its directory,
 // with the KV amax calibrated on seeded windows other than the test's.
-func kvFixture(t *testing.T, family string) (string, [][2]float64) {
+func kvFixture(t *testing.T, family string) (string, [][2][]float64) {
 	t.Helper()
 	o, err := fixtures.Defaults(family)
 	if err != nil {
@@ -60,19 +60,20 @@ func openKV(t *testing.T, dir, mode string) *Backend {
 // cache to 1e-9; the cache changes the numbers; with --kv-cache-quant off
 // it equals the same weights without a KV scheme bit for bit.
 func TestKVCacheAgainstOracle(t *testing.T) {
-	for _, c := range []struct{ family, scheme string }{
-		{"llama", "W4A16"},
-		{"qwen3", "FP8"}, // k-norm before RoPE, then the cache
-		{"llama", "MODELOPT-NVFP4"},
+	for _, c := range []struct{ family, scheme, kv string }{
+		{"llama", "W4A16", quantizer.KVCacheFP8},
+		{"qwen3", "FP8", quantizer.KVCacheFP8}, // k-norm before RoPE, then the cache
+		{"llama", "MODELOPT-NVFP4", quantizer.KVCacheFP8},
+		{"mistral", "W8A16", quantizer.KVCacheFP8Head}, // attn_head: one scale per key/value head
 	} {
-		t.Run(c.family+"/"+c.scheme, func(t *testing.T) {
+		t.Run(c.family+"/"+c.scheme+"/"+c.kv, func(t *testing.T) {
 			src, amax := kvFixture(t, c.family)
 			plain := filepath.Join(t.TempDir(), "plain")
 			kv := filepath.Join(t.TempDir(), "kv")
 			if err := quantizer.Quantize(src, plain, c.scheme, quantizer.Options{Seed: 3}); err != nil {
 				t.Fatal(err)
 			}
-			if err := quantizer.Quantize(src, kv, c.scheme, quantizer.Options{Seed: 3, KVCache: quantizer.KVCacheFP8, KVAmax: amax}); err != nil {
+			if err := quantizer.Quantize(src, kv, c.scheme, quantizer.Options{Seed: 3, KVCache: c.kv, KVAmax: amax}); err != nil {
 				t.Fatal(err)
 			}
 			toks := randomTokens(70, 300, 5)

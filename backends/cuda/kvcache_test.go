@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
@@ -64,12 +65,15 @@ func TestKVQuantKernel(t *testing.T) {
 }
 
 // TestKVCacheAgainstReference: checkpoints with an FP8 KV cache (a
-// compressed-tensors and a ModelOpt one) on emu in fp32 against the
+// compressed-tensors one per tensor and per head, a ModelOpt one) on emu in fp32 against the
 // float64 reference, both with the cache on (tolerance of the activation
 // quantization schemes, docs/cuda.md: an fp32 key now and then rounds to
-// the neighbouring E4M3 code); off builds no cache.
+// the neighbouring E4M3 code); off builds no cache and scores differently.
 func TestKVCacheAgainstReference(t *testing.T) {
-	for _, sc := range []string{"W4A16", "MODELOPT-NVFP4"} {
+	for _, c := range []struct{ scheme, kv string }{
+		{"W4A16", quantizer.KVCacheFP8}, {"MODELOPT-NVFP4", quantizer.KVCacheFP8}, {"W8A16", quantizer.KVCacheFP8Head},
+	} {
+		sc := c.scheme + "/" + c.kv
 		o, err := fixtures.Defaults("qwen3")
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +89,7 @@ func TestKVCacheAgainstReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := filepath.Join(t.TempDir(), "kv")
-		if err := quantizer.Quantize(dense, dir, sc, quantizer.Options{Seed: 3, GroupSize: groupSize(sc), KVCache: quantizer.KVCacheFP8, KVAmax: amax}); err != nil {
+		if err := quantizer.Quantize(dense, dir, c.scheme, quantizer.Options{Seed: 3, GroupSize: groupSize(c.scheme), KVCache: c.kv, KVAmax: amax}); err != nil {
 			t.Fatal(err)
 		}
 		toks := testTokens(64, 256, 9)
@@ -104,6 +108,22 @@ func TestKVCacheAgainstReference(t *testing.T) {
 		defer off.Close()
 		if off.kv != nil {
 			t.Errorf("%s: --kv-cache-quant off still quantizes", sc)
+		}
+		w := backends.Window{Tokens: toks, First: 1}
+		a, err := on.Score(context.Background(), w, backends.Request{TopK: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := off.Score(context.Background(), w, backends.Request{TopK: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff := 0.0
+		for i := range a.NLL {
+			diff = math.Max(diff, math.Abs(a.NLL[i]-z.NLL[i]))
+		}
+		if diff < 1e-6 {
+			t.Errorf("%s: emu with the KV cache on and off within %g", sc, diff)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func newQuantizeCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "quantize",
 		Usage:     "round-to-nearest quantize a dense checkpoint into a real packed layout (for fixtures and regression tests)",
-		UsageText: "qppl quantize --model DIR --scheme S --out DIR [--seed N] [--quantize-head] [--group-size N] [--kv-cache fp8]",
+		UsageText: "qppl quantize --model DIR --scheme S --out DIR [--seed N] [--quantize-head] [--group-size N] [--kv-cache fp8|fp8-head]",
 		Description: "Schemes:\n" + strings.Join(schemes, "\n") +
 			"\n\nA group size larger than a Linear's input gives one partial group; otherwise it must divide in_features (AWQ: always).",
 		Before: requireFlags("model", "scheme", "out"),
@@ -44,7 +44,7 @@ func newQuantizeCmd() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random calibration activations and actorder importances"},
 			&cli.BoolFlag{Name: "quantize-head", Usage: "quantize lm_head too (not with tied embeddings)"},
 			&cli.IntFlag{Name: "group-size", Usage: "override the scheme's group size (group schemes only)", DefaultText: "the scheme's"},
-			&cli.StringFlag{Name: "kv-cache", Usage: "fp8: also write an FP8 KV cache scheme with static per-tensor k/v scales, calibrated with the reference backend on seeded random token windows (compressed-tensors and ModelOpt schemes)"},
+			&cli.StringFlag{Name: "kv-cache", Usage: "fp8 or fp8-head: also write an FP8 KV cache scheme with static per-tensor (fp8) or per-head (fp8-head, compressed-tensors attn_head) k/v scales, calibrated with the reference backend on seeded random token windows (compressed-tensors and ModelOpt schemes)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace the files of a non-empty --out (stale shards and indexes would otherwise mix with the new model)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -61,8 +61,8 @@ func quantizeRun(c *cli.Context, o quantizeOptions) error {
 		return usageErr(fmt.Errorf("quantize: --group-size %d: must be a positive number of input columns", o.Opt.GroupSize))
 	}
 	if o.KVCache != "" {
-		if o.KVCache != quantizer.KVCacheFP8 {
-			return usageErr(fmt.Errorf("quantize: --kv-cache %q: want fp8", o.KVCache))
+		if o.KVCache != quantizer.KVCacheFP8 && o.KVCache != quantizer.KVCacheFP8Head {
+			return usageErr(fmt.Errorf("quantize: --kv-cache %q: want fp8 or fp8-head", o.KVCache))
 		}
 		amax, err := calibrateKV(c.Context, o.Model, o.Opt.Seed)
 		if err != nil {
@@ -135,7 +135,7 @@ func prepareOutDir(out string, force bool) (created bool, err error) {
 // largest |key| (after RoPE) and |value|: the static min-max calibration
 // llm-compressor's and ModelOpt's KV cache quantization runs on real text
 // (random ids stand in for a calibration set here).
-func calibrateKV(ctx context.Context, dir string, seed uint64) ([][2]float64, error) {
+func calibrateKV(ctx context.Context, dir string, seed uint64) ([][2][]float64, error) {
 	m, err := arch.OpenDir(dir)
 	if err != nil {
 		return nil, err

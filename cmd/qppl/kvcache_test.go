@@ -26,6 +26,9 @@ func TestKVCacheCommands(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", c, code, errOut)
 		}
 	}
+	if code, out, _ := runQPPL(t, "inspect", "--model", kv); code != exitOK || !strings.Contains(out, "KV cache: fp8-e4m3 per-tensor static (") {
+		t.Errorf("inspect: exit %d:\n%s", code, out)
+	}
 	evalJSON := func(m, mode string) map[string]any {
 		out := filepath.Join(t.TempDir(), "r.json")
 		args := []string{"eval", "--model", m, "--tokens", tokens, "--ctx", "64", "--rows", "3", "--json", out}

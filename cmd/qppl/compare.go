@@ -20,6 +20,7 @@ import (
 	"github.com/qppl/qppl/eval"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/plots"
+	"github.com/qppl/qppl/quant"
 )
 
 func newCompareCmd() *cli.Command {
@@ -340,8 +341,17 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 // evaluator is the suite.Evaluator of this run: backend, base store
 // directory and encoding, top-K, KL rows and the --kld-base file.
 func (o *compareOptions) evaluator(data *suite.Data, stderr io.Writer) (*suite.BackendEvaluator, error) {
+	// --kv-cache-quant applies to the models that declare a quantized KV
+	// cache; the others run as they are ("on" is then the default).
+	switch o.Backend.KVCacheQuant {
+	case "", quant.KVQuantOff:
+	case quant.KVQuantOn:
+		o.Backend.KVCacheQuant = ""
+	default:
+		return nil, usageErr(fmt.Errorf("compare: --kv-cache-quant %q: want on or off", o.Backend.KVCacheQuant))
+	}
 	ev := &suite.BackendEvaluator{Open: openForCompare(o.Backend), Backend: o.Backend.Name, Precision: o.Backend.Precision,
-		StoreDir: filepath.Join(o.CacheDir, "base"), Encoding: o.LogitsFormat, TopK: o.TopK, Progress: stderr}
+		StoreDir: filepath.Join(o.CacheDir, "base"), Encoding: o.LogitsFormat, TopK: o.TopK, Progress: stderr, KVCacheOff: o.Backend.KVCacheQuant == quant.KVQuantOff}
 	if kb := o.KLDBase; kb != "" {
 		st, err := compare.OpenStore(kb)
 		if err != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +61,33 @@ func TestKVCacheCommands(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s %s: exit %d: %s", c.m, c.mode, code, errOut)
 		}
+	}
+	// compare: on/off apply to the models with a KV cache (the dense base
+	// runs as it is), are cached apart, and are recorded per result.
+	cache := t.TempDir()
+	ppl := map[string]any{}
+	for _, mode := range []string{"on", "off"} {
+		out := filepath.Join(t.TempDir(), "c.json")
+		code, _, errOut := runQPPL(t, "compare", "--base", model, "--model", kv, "--label", "kv", "--tokens", tokens, "--ctx", "64", "--rows", "3",
+			"--cache-dir", cache, "--kv-cache-quant", mode, "--json", out)
+		if code != exitOK {
+			t.Fatalf("compare %s: exit %d: %s", mode, code, errOut)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ Results []map[string]any }
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) != 2 {
+			t.Fatalf("compare %s: %v %d results", mode, err, len(doc.Results))
+		}
+		if doc.Results[0]["kv_cache_quant"] != nil || doc.Results[1]["kv_cache_quant"] != mode {
+			t.Errorf("compare %s: kv_cache_quant base %v, kv %v", mode, doc.Results[0]["kv_cache_quant"], doc.Results[1]["kv_cache_quant"])
+		}
+		ppl[mode] = doc.Results[1]["ppl"]
+	}
+	if ppl["on"] != on["ppl"] || ppl["off"] != off["ppl"] {
+		t.Errorf("compare PPL on %v off %v, eval on %v off %v", ppl["on"], ppl["off"], on["ppl"], off["ppl"])
 	}
 	if _, err := emu.New(emu.Options{}); errors.Is(err, emu.ErrNoCgo) {
 		t.Skip(err)

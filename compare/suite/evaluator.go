@@ -48,6 +48,9 @@ type BackendEvaluator struct {
 	// FreeSpace reads the free space before a base store is written (nil:
 	// statfs; tests fake it).
 	FreeSpace FreeSpace
+	// KVCacheOff: --kv-cache-quant off (models with a quantized KV cache
+	// are evaluated without it): part of the engine, so of cache keys.
+	KVCacheOff bool
 }
 
 // Engine implements Evaluator: backend, precision, base store encoding,
@@ -65,6 +68,9 @@ func (e *BackendEvaluator) Engine() string {
 	eng := fmt.Sprintf("%s/%s/base-%s/top-%d", name, prec, e.Encoding, e.TopK)
 	if e.KLRows > 0 {
 		eng += fmt.Sprintf("/kld-rows-%d", e.KLRows)
+	}
+	if e.KVCacheOff {
+		eng += "/kv-cache-off"
 	}
 	return eng
 }

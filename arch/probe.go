@@ -13,6 +13,11 @@ const (
 	// (not a hidden state, so not in LayerSites): qppl verify compares the
 	// two backends' top-k choices with it (compare/verify, routing flips).
 	SiteRouter = "router_logits"
+	// The keys (after RoPE and k-norm) and values entering the KV cache,
+	// before any KV cache quantization; reference backend only (KV cache
+	// calibration), not in LayerSites.
+	SiteKCache = "k_cache"
+	SiteVCache = "v_cache"
 )
 
 // LayerSites returns the per-layer probe sites in forward order.

@@ -106,6 +106,13 @@ type Result struct {
 	AllowUnusedTensors bool     `json:"allow_unused_tensors,omitempty"`
 	UnusedTensors      []string `json:"unused_tensors,omitempty"`
 
+	// KVCacheQuant records --kv-cache-quant for a checkpoint with a
+	// quantized KV cache: "on" (keys and values went through the FP8 cache
+	// KVCacheScheme describes) or "off" (its k/v scales were deliberately
+	// ignored: the weights alone). Absent for checkpoints without one.
+	KVCacheQuant  string `json:"kv_cache_quant,omitempty"`
+	KVCacheScheme string `json:"kv_cache_scheme,omitempty"`
+
 	// Timing is the only non-deterministic part of a result.
 	Timing *Timing `json:"timing,omitempty"`
 }

@@ -56,6 +56,13 @@ type Identity struct {
 	// written before them still match).
 	AllowUnusedTensors bool     `json:"allow_unused_tensors,omitempty"`
 	UnusedTensors      []string `json:"unused_tensors,omitempty"`
+
+	// KVCacheQuant ("on" or "off", --kv-cache-quant) and KVCacheScheme
+	// (quant.KVCache.Describe) for a checkpoint that declares a quantized
+	// KV cache; absent otherwise. Off: its scales were read and checked but
+	// deliberately not applied (the weights alone).
+	KVCacheQuant  string `json:"kv_cache_quant,omitempty"`
+	KVCacheScheme string `json:"kv_cache_scheme,omitempty"`
 }
 
 // Canonical returns the identity as JSON with sorted keys at every level.
@@ -198,6 +205,7 @@ func Reduce(results []compare.WindowResult, id *Identity) (compare.Result, error
 	res.Data, res.DataSpecHash, res.TokensHash = id.Data, id.DataSpecHash, id.Data.TokensHash
 	res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format
 	res.AllowUnusedTensors, res.UnusedTensors = id.AllowUnusedTensors, id.UnusedTensors
+	res.KVCacheQuant, res.KVCacheScheme = id.KVCacheQuant, id.KVCacheScheme
 	if res.KLD != nil && id.KLBaseKey != "" {
 		res.KLD.BaseFormat = id.KLBaseFormat
 		res.KLD.BaseKey = id.KLBaseKey

@@ -75,6 +75,9 @@ type Scheme struct {
 	FP8  *FP8Config  `json:"fp8,omitempty"` // quant_method fp8
 	// ModelOpt is a quant_method modelopt / hf_quant_config.json config.
 	ModelOpt *ModelOptConfig `json:"modelopt,omitempty"`
+	// KV is the checkpoint's quantized KV cache (kv_cache_scheme,
+	// kv_cache_quant_algo), nil when the cache is not quantized.
+	KV *KVCache `json:"kv_cache,omitempty"`
 	// ModelDType is the dtype decoders round NVFP4 outputs to (from
 	// torch_dtype; BF16 when absent).
 	ModelDType string `json:"model_dtype"`
@@ -296,10 +299,12 @@ func (s *Scheme) parseCT(top map[string]json.RawMessage) error {
 			return fmt.Errorf("sparsity_config: sparse formats are not supported (format %q, e.g. 2:4 sparsity): qppl does not evaluate them yet; nothing was computed", f)
 		}
 	}
-	if v := top["kv_cache_scheme"]; !isNull(v) {
-		return fmt.Errorf("kv_cache_scheme: a quantized KV cache is not evaluated by qppl yet; nothing was computed")
-	}
 	var err error
+	if s.KV, err = parseKVScheme(top["kv_cache_scheme"], s.source, "kv_cache_scheme"); err != nil {
+		return err
+	} else if s.KV != nil {
+		s.KV.Key = "quantization_config.kv_cache_scheme"
+	}
 	if s.Format, err = str(top, "format", "fakequant"); err != nil {
 		return err
 	}

@@ -66,10 +66,6 @@ func parseFP8Method(top map[string]json.RawMessage) (*FP8Config, error) {
 			return nil, fmt.Errorf("activation_scheme %q with weight_block_size: block FP8 only has dynamic activations", c.ActivationScheme)
 		}
 	}
-	if v := top["kv_cache_scheme"]; !isNull(v) {
-		// AutoFP8 writes "static" with k/v output scales
-		return nil, fmt.Errorf("kv_cache_scheme %s: a quantized KV cache is not evaluated by qppl yet; nothing was computed", clip(v))
-	}
 	for _, k := range []string{"modules_to_not_convert", "ignored_layers"} {
 		if v := top[k]; !isNull(v) {
 			var l []string
@@ -122,7 +118,13 @@ func fp8MethodFamily() family {
 		name:   "fp8",
 		method: MethodFP8,
 		parse: func(s *Scheme, top map[string]json.RawMessage) (err error) {
-			s.FP8, err = parseFP8Method(top)
+			if s.FP8, err = parseFP8Method(top); err != nil {
+				return err
+			}
+			// AutoFP8 writes kv_cache_scheme "static" with per-tensor k/v scales.
+			if s.KV, err = parseAutoFP8KV(top["kv_cache_scheme"], s.source, "kv_cache_scheme"); s.KV != nil {
+				s.KV.Key = "quantization_config.kv_cache_scheme"
+			}
 			return err
 		},
 		markers: []string{"weight_scale_inv", "weight_scale"},

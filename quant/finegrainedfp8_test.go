@@ -122,8 +122,8 @@ func TestFP8MethodErrors(t *testing.T) {
 		{"block size", `{"quant_method":"fp8","weight_block_size":[128]}`, nil, "weight_block_size: want [rows, cols]"},
 		{"scale_fmt", `{"quant_method":"fp8","scale_fmt":"e4m3"}`, nil, `scale_fmt "e4m3"`},
 		{"scheme", `{"quant_method":"fp8","activation_scheme":"smooth"}`, nil, `activation_scheme "smooth"`},
-		// AutoFP8's save_quantized_model with kv_cache_quant_layers
-		{"kv cache", `{"quant_method":"fp8","activation_scheme":"static","ignored_layers":["lm_head"],"kv_cache_scheme":"static"}`, nil, `kv_cache_scheme "static": a quantized KV cache is not evaluated by qppl yet`},
+		// AutoFP8 writes "static" (evaluated, kvcache_test.go); anything else is refused
+		{"kv cache", `{"quant_method":"fp8","activation_scheme":"static","ignored_layers":["lm_head"],"kv_cache_scheme":"dynamic"}`, nil, `kv_cache_scheme "dynamic": this KV cache scheme is not evaluated by qppl`},
 		{"scale shape", fp8BlockConfig, newMem().add("m.weight", "F8_E4M3", []int{2, 4}, make([]byte, 8)).
 			add("m.weight_scale_inv", "F32", []int{2, 2}, make([]byte, 16)), "shape [2 2], want [1 2]"},
 		{"scale dtype", fp8BlockConfig, newMem().add("m.weight", "F8_E4M3", []int{2, 4}, make([]byte, 8)).

@@ -45,6 +45,9 @@ type Report struct {
 	TensorBytes  int64        `json:"tensor_bytes"` // all tensors' data
 	FileBytes    int64        `json:"file_bytes"`   // safetensors files on disk
 	Modules      []ModuleInfo `json:"modules"`
+	// KVCache describes the checkpoint's quantized KV cache (KVCache.Describe;
+	// its scales are run-time state, not weight bits), "" without one.
+	KVCache string `json:"kv_cache,omitempty"`
 }
 
 // Inspect opens and validates every Linear of m and returns its bpw report.
@@ -56,6 +59,9 @@ func Inspect(m *checkpoint.Model) (*Report, error) {
 	r, err := s.InspectSource(m, m.Config != nil && m.Config.TieWordEmbeddings)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Dir, err)
+	}
+	if s.KV != nil {
+		r.KVCache = s.KV.Describe()
 	}
 	return r, nil
 }

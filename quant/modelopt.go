@@ -16,6 +16,8 @@ type ModelOptConfig struct {
 	Algo           string   `json:"quant_algo"` // NVFP4 or FP8
 	GroupSize      int      `json:"group_size,omitempty"`
 	ExcludeModules []string `json:"exclude_modules,omitempty"` // informative: modules are opened by their tensors
+	// KV is kv_cache_quant_algo FP8 (moved to Scheme.KV by the family's parse).
+	KV *KVCache `json:"-"`
 }
 
 func parseModelOpt(top map[string]json.RawMessage) (*ModelOptConfig, error) {
@@ -50,10 +52,8 @@ func parseModelOpt(top map[string]json.RawMessage) (*ModelOptConfig, error) {
 	default:
 		return nil, fmt.Errorf("quant_algo %q is not evaluated by qppl yet (NVFP4, FP8); nothing was computed", c.Algo)
 	}
-	if kv, err := str(top, "kv_cache_quant_algo", ""); err != nil {
+	if c.KV, err = parseKVAlgo(top, "", "kv_cache_quant_algo"); err != nil {
 		return nil, err
-	} else if kv != "" && !strings.EqualFold(kv, "none") {
-		return nil, fmt.Errorf("kv_cache_quant_algo %q: a quantized KV cache is not evaluated by qppl yet; nothing was computed", kv)
 	}
 	if v := top["exclude_modules"]; !isNull(v) {
 		if err := json.Unmarshal(v, &c.ExcludeModules); err != nil {
@@ -142,8 +142,18 @@ func modelOptFamily() family {
 		name:   "modelopt",
 		method: MethodModelOpt,
 		parse: func(s *Scheme, top map[string]json.RawMessage) (err error) {
-			s.ModelOpt, err = parseModelOpt(top)
-			return err
+			if s.ModelOpt, err = parseModelOpt(top); err != nil {
+				return err
+			}
+			if kv := s.ModelOpt.KV; kv != nil {
+				// hf_quant_config.json nests it under "quantization".
+				kv.File, kv.Key = s.source, "quantization.kv_cache_quant_algo"
+				if s.source == "config.json" || strings.HasSuffix(s.source, "/config.json") {
+					kv.Key = "quantization_config.kv_cache_quant_algo"
+				}
+				s.KV = kv
+			}
+			return nil
 		},
 		markers:   []string{"weight_scale_2", "weight_scale"},
 		sideFiles: []string{"hf_quant_config.json"},

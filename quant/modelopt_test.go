@@ -53,7 +53,7 @@ func TestModelOptWorkedExample(t *testing.T) {
 
 func TestModelOptErrors(t *testing.T) {
 	for _, c := range []struct{ config, want string }{
-		{`{"quant_method":"modelopt","quant_algo":"NVFP4","kv_cache_quant_algo":"FP8"}`, `kv_cache_quant_algo "FP8": a quantized KV cache is not evaluated by qppl yet; nothing was computed`},
+		{`{"quant_method":"modelopt","quant_algo":"NVFP4","kv_cache_quant_algo":"NVFP4"}`, `x/config.json: quantization_config: kv_cache_quant_algo "NVFP4": this KV cache format is not evaluated by qppl (FP8 only); nothing was computed`},
 		{`{"quant_method":"modelopt","quant_algo":"W4A16_AWQ"}`, `quant_algo "W4A16_AWQ" is not evaluated by qppl yet`},
 		{`{"quant_method":"modelopt","quant_algo":"NVFP4","group_size":32}`, "group_size 32: want 16"},
 		{`{"quant_method":"modelopt"}`, "quant_algo missing"},
@@ -77,14 +77,13 @@ func TestModelOptErrors(t *testing.T) {
 }
 
 // TestModelOptPublishedConfigs: blocks as NVIDIA's exported checkpoints ship
-// them parse (kv FP8 ones are refused until quantized KV caches are
-// evaluated).
+// them parse, with their FP8 KV cache (kvcache_test.go has more).
 func TestModelOptPublishedConfigs(t *testing.T) {
 	for _, c := range []struct{ source, body, want string }{
 		// huggingface.co/nvidia/Llama-3.1-8B-Instruct-FP8 hf_quant_config.json
-		{"nvidia FP8", `{"producer": {"name": "modelopt", "version": "0.15.0"}, "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}`, "kv_cache_quant_algo"},
+		{"nvidia FP8", `{"producer": {"name": "modelopt", "version": "0.15.0"}, "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}`, ""},
 		// huggingface.co/nvidia/Llama-3.3-70B-Instruct-FP4 hf_quant_config.json
-		{"nvidia NVFP4", `{"producer": {"name": "modelopt", "version": "0.23.0"}, "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16, "exclude_modules": ["lm_head"]}}`, "kv_cache_quant_algo"},
+		{"nvidia NVFP4", `{"producer": {"name": "modelopt", "version": "0.23.0"}, "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16, "exclude_modules": ["lm_head"]}}`, ""},
 		// the same without a quantized KV cache
 		{"NVFP4, no KV", `{"producer": {"name": "modelopt", "version": "0.23.0"}, "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": null, "group_size": 16, "exclude_modules": ["lm_head"]}}`, ""},
 	} {

@@ -26,6 +26,10 @@ type Options struct {
 	// forward pass and the format do not use; by default New refuses it
 	// with an error wrapping checkpoint.ErrUnused that names them.
 	AllowUnusedTensors bool
+	// KVCacheQuant is --kv-cache-quant: quant.KVQuantAuto (on when the
+	// checkpoint declares a quantized KV cache), KVQuantOn or KVQuantOff
+	// (weights alone; the cache scales are still read and checked).
+	KVCacheQuant string
 }
 
 // Backend implements backends.Backend, backends.LogProber and
@@ -58,12 +62,17 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
 	}
+	kvOn, err := scheme.KVQuantEnabled(opt.KVCacheQuant)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %s: %w", m.Dir, err)
+	}
 	usage := m.TrackUsage()
 	defer usage.Stop()
 	b, err := newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
 	if err != nil {
 		return nil, err
 	}
+	b.m.kvQuant = kvOn
 	if !opt.AllowUnusedTensors {
 		if err := usage.Check("reference"); err != nil {
 			return nil, fmt.Errorf("reference: %w", err)
@@ -286,7 +295,7 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 		switch p.Site {
 		case arch.SiteEmbed, arch.SiteFinalNorm:
 			ok = p.Layer == -1
-		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut:
+		case arch.SiteAttnNorm, arch.SiteAttnOut, arch.SiteMLPNorm, arch.SiteMLPOut, arch.SiteLayerOut, arch.SiteKCache, arch.SiteVCache:
 			ok = p.Layer >= 0 && p.Layer < b.m.L
 		case arch.SiteRouter:
 			ok = p.Layer >= 0 && p.Layer < b.m.L && b.m.spec.Sparse(p.Layer)
@@ -308,4 +317,41 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 		return nil, fmt.Errorf("reference: window %d: %w", w.Index, err)
 	}
 	return out, nil
+}
+
+// CalibrateKV returns, for every decoder layer of the dense or quantized
+// checkpoint m and each of its key/value heads, the largest |key| (after
+// RoPE and k-norm) and |value| entering the KV cache over the windows
+// (token ids), unquantized: amax[layer][0][head] for keys, [1][head] for
+// values. It is the static min-max calibration llm-compressor and ModelOpt
+// run before they write k_scale/v_scale (fixtures/quantizer writes them
+// from these).
+func CalibrateKV(ctx context.Context, m *checkpoint.Model, windows [][]int32) ([][2][]float64, error) {
+	b, err := New(m, Options{KVCacheQuant: quant.KVQuantOff, AllowUnusedTensors: true})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	KV, D := b.m.KV, b.m.D
+	amax := make([][2][]float64, b.m.L)
+	var at []backends.Point
+	for l := range amax {
+		amax[l] = [2][]float64{make([]float64, KV), make([]float64, KV)}
+		at = append(at, backends.Point{Layer: l, Site: arch.SiteKCache}, backends.Point{Layer: l, Site: arch.SiteVCache})
+	}
+	for i, ids := range windows {
+		got, err := b.Probe(ctx, backends.Window{Index: i, Tokens: ids, First: 1}, at)
+		if err != nil {
+			return nil, err
+		}
+		for l := range amax {
+			for j, site := range []string{arch.SiteKCache, arch.SiteVCache} {
+				for e, v := range got[backends.Point{Layer: l, Site: site}] {
+					h := e / D % KV // [T][KV][D]
+					amax[l][j][h] = math.Max(amax[l][j][h], math.Abs(v))
+				}
+			}
+		}
+	}
+	return amax, nil
 }

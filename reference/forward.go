@@ -169,6 +169,12 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		}
 		rope(ws.q, cos, sin, T, d.H, d.D)
 		rope(ws.k, cos, sin, T, d.KV, d.D)
+		probe(li, arch.SiteKCache, ws.k, kvd)
+		probe(li, arch.SiteVCache, ws.v, kvd)
+		if m.kvQuant { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
+			quant.FakeQuantKV(ws.k[:T*kvd], l.kv.K, T, d.KV, d.D)
+			quant.FakeQuantKV(ws.v[:T*kvd], l.kv.V, T, d.KV, d.D)
+		}
 		m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
 		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err

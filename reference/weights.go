@@ -46,6 +46,20 @@ func (s checkpointSource) Linear(module string) (quant.Linear, error) {
 	return s.scheme.Linear(s.m, module)
 }
 
+// KVScales implements kvSource: the cache scales of attention module attn,
+// nil when the checkpoint's KV cache is not quantized.
+func (s checkpointSource) KVScales(attn string, kvHeads int) (*quant.KVScales, error) {
+	if s.scheme.KV == nil {
+		return nil, nil
+	}
+	return s.scheme.KV.OpenScales(s.m, attn, kvHeads)
+}
+
+// kvSource is a source that may declare a quantized KV cache.
+type kvSource interface {
+	KVScales(attn string, kvHeads int) (*quant.KVScales, error)
+}
+
 func (s checkpointSource) Where(name string) string {
 	if ti, ok := s.m.Peek(name); ok {
 		return ti.File
@@ -130,6 +144,9 @@ type layerWeights struct {
 	// a mixture-of-experts layer, whose router is lin[arch.ProjRouter];
 	// nil in a dense layer.
 	experts [][arch.NumProj]quant.Linear
+	// kv: the layer's KV cache scales when the checkpoint quantizes its
+	// KV cache (read whether or not model.kvQuant applies them).
+	kv *quant.KVScales
 }
 
 // model is a bound checkpoint.
@@ -151,6 +168,9 @@ type model struct {
 	threads int
 	// mul runs the Linear and head products on threads goroutines.
 	mul *gemm.Engine
+	// kvQuant: keys and values go through the checkpoint's FP8 KV cache
+	// (layers' kv scales) before attention.
+	kvQuant bool
 }
 
 // bind opens every tensor of the model described by spec from src,
@@ -266,6 +286,11 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 				if l.bias[al.Proj], err = vec(b, al.Out); err != nil {
 					return nil, err
 				}
+			}
+		}
+		if ks, ok := src.(kvSource); ok {
+			if l.kv, err = ks.KVScales(names.Prefix+"self_attn", d.KV); err != nil {
+				return nil, fmt.Errorf("reference: %w", err)
 			}
 		}
 		for _, n := range []struct {

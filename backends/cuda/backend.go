@@ -28,6 +28,10 @@ type Options struct {
 	// forward pass and the format do not use; by default New refuses it
 	// (checkpoint.ErrUnused, naming them) before anything is uploaded.
 	AllowUnusedTensors bool
+	// KVCacheQuant is --kv-cache-quant (quant.KVQuantAuto, On, Off): keys
+	// and values go through the checkpoint's FP8 KV cache (kv_quant,
+	// kvquant.cu) unless off; the scales are read (and checked) either way.
+	KVCacheQuant string
 }
 
 // Backend implements backends.Backend, backends.LogProber and
@@ -41,7 +45,10 @@ type Backend struct {
 	devs    []*devState
 	headDev int
 	closed  bool
-	broken  error   // a failed grow left the buffers unusable
+	broken  error // a failed grow left the buffers unusable
+	// kv holds each layer's FP8 KV cache scales (K, V: one, or one per
+	// key/value head) when the cache is quantized; nil otherwise.
+	kv      [][2][]float32
 	attnCap int64   // attention chunk budget (0: attnScoreCap; tests set less)
 	fused   [2]bool // some layer may fuse q|k|v, gate|up: their output buffers are planned
 }
@@ -154,8 +161,23 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	}
 	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT}
 	ld := &loader{m: m, spec: spec, scheme: scheme, gemmDT: gemmDT}
+	kvOn, err := scheme.KVQuantEnabled(opt.KVCacheQuant)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
+	}
 	usage := m.TrackUsage()
 	defer usage.Stop()
+	if scheme.KV != nil { // read and checked whether or not applied
+		for i := 0; i < spec.Layers; i++ {
+			sc, err := scheme.KV.OpenScales(m, spec.Layer(i).Prefix+"self_attn", spec.KVHeads)
+			if err != nil {
+				return nil, fmt.Errorf("cuda: %w", err)
+			}
+			if kvOn {
+				b.kv = append(b.kv, [2][]float32{f32s(sc.K), f32s(sc.V)})
+			}
+		}
+	}
 
 	// Pass 1: sizes only (host copies are dropped).
 	in := planInput{layerBytes: make([]int64, spec.Layers)}
@@ -567,4 +589,14 @@ func Supports(spec *arch.Spec) error {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))
 	}
 	return nil
+}
+
+// f32s converts KV cache scales to the fp32 the cache kernels take (exact
+// for the F32, BF16 and F16 values checkpoints store).
+func f32s(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
 }

@@ -176,6 +176,11 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := device.LaunchRope(d, ds.k, cs, sn, T, KVH, D); err != nil {
 				return err
 			}
+			if b.kv != nil { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
+				if err := b.kvCache(ds, li, T); err != nil {
+					return err
+				}
+			}
 			if err := b.attend(ds, T, b.spec.Window(li)); err != nil {
 				return fmt.Errorf("layer %d: %w", li, err)
 			}
@@ -566,4 +571,25 @@ func (b *Backend) Probe(ctx context.Context, w backends.Window, at []backends.Po
 		return nil, fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
 	}
 	return out, nil
+}
+
+// kvCache rounds layer li's keys and values through its FP8 KV cache
+// (per tensor: one launch each; per head: one per key/value head).
+func (b *Backend) kvCache(ds *devState, li, T int) error {
+	KVH, D := b.spec.KVHeads, b.spec.HeadDim
+	for j, x := range []device.Ptr{ds.k, ds.v} {
+		s := b.kv[li][j]
+		if len(s) == 1 {
+			if err := device.LaunchKVQuant(ds.d, x, T, KVH, D, -1, s[0]); err != nil {
+				return err
+			}
+			continue
+		}
+		for h, sh := range s {
+			if err := device.LaunchKVQuant(ds.d, x, T, KVH, D, h, sh); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/backends/cuda/emu"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/quant"
 	"github.com/qppl/qppl/reference"
 )
 
@@ -29,6 +30,9 @@ type backendOptions struct {
 	// AllowUnused (--allow-unused-tensors) loads a checkpoint holding
 	// tensors the forward pass and the format do not use.
 	AllowUnused bool
+	// KVCacheQuant is --kv-cache-quant: "" (on when the checkpoint declares
+	// a quantized KV cache), "on" or "off".
+	KVCacheQuant string
 }
 
 // Backend flag names, declared once (backendFlags) for every command that
@@ -39,12 +43,14 @@ const (
 	flagGPUs        = "gpus"
 	flagGPUSplit    = "gpu-split"
 	flagAllowUnused = "allow-unused-tensors"
+	flagKVCache     = "kv-cache-quant"
 )
 
 // backendFlagSet selects which of the shared backend flags a command has.
 type backendFlagSet struct {
 	name      bool   // --backend (verify names two backends with --backends)
 	precision string // usage of --precision
+	kv        bool   // --kv-cache-quant (commands that evaluate checkpoints)
 }
 
 // backendFlags declares --backend, --precision, --gpus and --gpu-split.
@@ -56,6 +62,9 @@ func backendFlags(s backendFlagSet) []cli.Flag {
 	prec := s.precision
 	if prec == "" {
 		prec = "bf16, fp16 or fp32 (emu, cuda)"
+	}
+	if s.kv {
+		fs = append(fs, &cli.StringFlag{Name: flagKVCache, Usage: "on or off: emulate the checkpoint's quantized KV cache (kv_cache_scheme, kv_cache_quant_algo; on by default when it has one) or measure the weights alone (recorded in the JSON)"})
 	}
 	return append(fs,
 		&cli.StringFlag{Name: flagPrecision, Usage: prec},
@@ -78,7 +87,7 @@ func (o backendOptions) checkDevices() error {
 func backendFromFlags(c *cli.Context, maxTokens int) backendOptions {
 	return backendOptions{
 		Name: c.String(flagBackend), Precision: c.String(flagPrecision), GPUs: c.String(flagGPUs), GPUSplit: c.String(flagGPUSplit),
-		MaxTokens: maxTokens, Log: c.App.ErrWriter, AllowUnused: c.Bool(flagAllowUnused),
+		MaxTokens: maxTokens, Log: c.App.ErrWriter, AllowUnused: c.Bool(flagAllowUnused), KVCacheQuant: c.String(flagKVCache),
 	}
 }
 
@@ -89,7 +98,7 @@ func openBackend(m *checkpoint.Model, o backendOptions) (backends.Backend, error
 		if o.Precision != "" && o.Precision != "fp64" {
 			return nil, usageErr(fmt.Errorf("--precision %s: the reference backend computes in fp64", o.Precision))
 		}
-		b, err := reference.New(m, reference.Options{AllowUnusedTensors: o.AllowUnused})
+		b, err := reference.New(m, reference.Options{AllowUnusedTensors: o.AllowUnused, KVCacheQuant: o.KVCacheQuant})
 		if err != nil {
 			// Everything New checks comes from the checkpoint's files
 			// (architecture, quantization_config, tensors): an input error.
@@ -178,7 +187,7 @@ func newCUDABackend(m *checkpoint.Model, devs []device.Device, split []float64, 
 	if log == nil {
 		log = os.Stderr
 	}
-	b, err := cuda.New(m, devs, cuda.Options{Name: name, Precision: o.Precision, MaxTokens: o.MaxTokens, SplitGB: split, Log: log, AllowUnusedTensors: o.AllowUnused})
+	b, err := cuda.New(m, devs, cuda.Options{Name: name, Precision: o.Precision, MaxTokens: o.MaxTokens, SplitGB: split, Log: log, AllowUnusedTensors: o.AllowUnused, KVCacheQuant: o.KVCacheQuant})
 	if err != nil {
 		for _, d := range devs {
 			d.Close()
@@ -189,4 +198,32 @@ func newCUDABackend(m *checkpoint.Model, devs []device.Device, split []float64, 
 		return nil, err
 	}
 	return deviceOwner{b, devs}, nil
+}
+
+// kvCacheState resolves --kv-cache-quant (mode) against checkpoint m:
+// quant is "on" or "off" and scheme describes the declared KV cache, both
+// empty for a checkpoint without one ("off" is then what it always is;
+// "on" is refused as a usage error, as is an unknown mode).
+func kvCacheState(m *checkpoint.Model, mode string) (state, scheme string, err error) {
+	if m == nil || m.Config == nil {
+		if mode == quant.KVQuantOn {
+			return "", "", usageErr(fmt.Errorf("--kv-cache-quant on: the model declares no quantized KV cache"))
+		}
+		return "", "", nil
+	}
+	s, err := quant.Parse(m.Config)
+	if err != nil {
+		return "", "", usageErr(fmt.Errorf("%s: %w", m.Dir, err))
+	}
+	on, err := s.KVQuantEnabled(mode)
+	if err != nil {
+		return "", "", usageErr(fmt.Errorf("%s: %w", m.Dir, err))
+	}
+	if s.KV == nil {
+		return "", "", nil
+	}
+	if on {
+		return quant.KVQuantOn, s.KV.Describe(), nil
+	}
+	return quant.KVQuantOff, s.KV.Describe(), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/qppl/qppl/eval"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/plots"
+	"github.com/qppl/qppl/quant"
 )
 
 func newCompareCmd() *cli.Command {
@@ -71,7 +72,7 @@ never evaluates twice. --baseline FILE gates each model (matched by label)
 against a previous result set and exits 3 when one regressed.
 --run-dir DIR journals every model's finished windows under DIR; after a
 crash or Ctrl-C the same command resumes (docs/runs.md).`,
-		Flags: append(append(flags, backendFlags(backendFlagSet{name: true})...), plotFlags()...),
+		Flags: append(append(flags, backendFlags(backendFlagSet{name: true, kv: true})...), plotFlags()...),
 		Action: func(c *cli.Context) error {
 			o, err := compareOptionsFrom(c)
 			if err != nil {
@@ -340,8 +341,17 @@ func (o *compareOptions) prepare(ctx context.Context, stderr io.Writer) (*suite.
 // evaluator is the suite.Evaluator of this run: backend, base store
 // directory and encoding, top-K, KL rows and the --kld-base file.
 func (o *compareOptions) evaluator(data *suite.Data, stderr io.Writer) (*suite.BackendEvaluator, error) {
+	// --kv-cache-quant applies to the models that declare a quantized KV
+	// cache; the others run as they are ("on" is then the default).
+	switch o.Backend.KVCacheQuant {
+	case "", quant.KVQuantOff:
+	case quant.KVQuantOn:
+		o.Backend.KVCacheQuant = ""
+	default:
+		return nil, usageErr(fmt.Errorf("compare: --kv-cache-quant %q: want on or off", o.Backend.KVCacheQuant))
+	}
 	ev := &suite.BackendEvaluator{Open: openForCompare(o.Backend), Backend: o.Backend.Name, Precision: o.Backend.Precision,
-		StoreDir: filepath.Join(o.CacheDir, "base"), Encoding: o.LogitsFormat, TopK: o.TopK, Progress: stderr}
+		StoreDir: filepath.Join(o.CacheDir, "base"), Encoding: o.LogitsFormat, TopK: o.TopK, Progress: stderr, KVCacheOff: o.Backend.KVCacheQuant == quant.KVQuantOff}
 	if kb := o.KLDBase; kb != "" {
 		st, err := compare.OpenStore(kb)
 		if err != nil {
@@ -654,12 +664,18 @@ func openForCompare(bo backendOptions) func(dir string) (*suite.Opened, error) {
 			m.Close()
 			return nil, usageErr(err)
 		}
+		kvState, kvScheme, err := kvCacheState(m.ckpt, bo.KVCacheQuant)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
 		be, err := m.openBackend(bo)
 		if err != nil {
 			m.Close()
 			return nil, err
 		}
 		return &suite.Opened{Backend: be, BPWLayer: rep.BPWLayer, BPWHead: rep.BPWHead, VRAMGB: rep.VRAMGB, Format: rep.Format,
+			KVCacheQuant: kvState, KVCacheScheme: kvScheme,
 			Close: func() error {
 				err := be.Close()
 				if e := m.Close(); err == nil {

@@ -73,7 +73,7 @@ func newEvalCmd() *cli.Command {
 		Usage:     "perplexity (and KL divergence against a base) of one model",
 		UsageText: "qppl eval --model DIR (--text FILE | --tokens FILE.i32 | --dataset wikitext2 [--data FILE]) [options]",
 		Before:    requireFlags("model"),
-		Flags:     append(evalFlags(), backendFlags(backendFlagSet{name: true})...),
+		Flags:     append(evalFlags(), backendFlags(backendFlagSet{name: true, kv: true})...),
 		Action: func(c *cli.Context) error {
 			o, err := evalOptionsFrom(c)
 			if err != nil {
@@ -180,6 +180,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err := checkLongContext(o.Ctx, m.Config, stderr); err != nil {
 		return usageErr(fmt.Errorf("eval: %s: %w", dir, err))
 	}
+	kvState, kvScheme, err := kvCacheState(m.ckpt, o.Backend.KVCacheQuant)
+	if err != nil {
+		return err
+	}
 	data, err := eval.Prepare(ctx, o.prepareOptions(method, m.tokDir, m.configDir(), m.Config, stderr))
 	if err != nil {
 		return usageErr(prefixDataError("eval", err))
@@ -218,6 +222,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	defer be.Close()
 	id := o.identity(m, be.Info(), data, klMode, modelHash, shard, base, stderr)
+	id.KVCacheQuant, id.KVCacheScheme = kvState, kvScheme
 	if o.Backend.AllowUnused {
 		id.AllowUnusedTensors, id.UnusedTensors = true, usage.Unused()
 		if len(id.UnusedTensors) > 0 {

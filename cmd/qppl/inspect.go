@@ -67,5 +67,8 @@ func writeInspect(w io.Writer, r *quant.Report) error {
 	fmt.Fprintf(w, "decoder layers: %.4f bpw (%d bytes / %d weights)\n", r.BPWLayer, r.LayerBytes, r.LayerWeights)
 	fmt.Fprintf(w, "head %s: %s, %.4f bpw\n", head, r.HeadFormat, r.BPWHead)
 	fmt.Fprintf(w, "VRAM estimate (head + layers): %.6f GB; tensors %d bytes, files %d bytes on disk\n", r.VRAMGB, r.TensorBytes, r.FileBytes)
+	if r.KVCache != "" {
+		fmt.Fprintf(w, "KV cache: %s (evaluated by default; --kv-cache-quant off for the weights alone)\n", r.KVCache)
+	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/fixtures/quantizer"
 	"github.com/qppl/qppl/quant"
+	"github.com/qppl/qppl/reference"
 )
 
 // quantizeOptions are the flags of `qppl quantize`.
@@ -19,6 +22,7 @@ type quantizeOptions struct {
 	Opt                quantizer.Options
 	GroupSizeSet       bool
 	Force              bool // --force: replace the files of a non-empty --out
+	KVCache            string
 }
 
 func newQuantizeCmd() *cli.Command {
@@ -29,7 +33,7 @@ func newQuantizeCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "quantize",
 		Usage:     "round-to-nearest quantize a dense checkpoint into a real packed layout (for fixtures and regression tests)",
-		UsageText: "qppl quantize --model DIR --scheme S --out DIR [--seed N] [--quantize-head] [--group-size N]",
+		UsageText: "qppl quantize --model DIR --scheme S --out DIR [--seed N] [--quantize-head] [--group-size N] [--kv-cache fp8|fp8-head]",
 		Description: "Schemes:\n" + strings.Join(schemes, "\n") +
 			"\n\nA group size larger than a Linear's input gives one partial group; otherwise it must divide in_features (AWQ: always).",
 		Before: requireFlags("model", "scheme", "out"),
@@ -40,12 +44,13 @@ func newQuantizeCmd() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random calibration activations and actorder importances"},
 			&cli.BoolFlag{Name: "quantize-head", Usage: "quantize lm_head too (not with tied embeddings)"},
 			&cli.IntFlag{Name: "group-size", Usage: "override the scheme's group size (group schemes only)", DefaultText: "the scheme's"},
+			&cli.StringFlag{Name: "kv-cache", Usage: "fp8 or fp8-head: also write an FP8 KV cache scheme with static per-tensor (fp8) or per-head (fp8-head, compressed-tensors attn_head) k/v scales, calibrated with the reference backend on seeded random token windows (compressed-tensors and ModelOpt schemes)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace the files of a non-empty --out (stale shards and indexes would otherwise mix with the new model)"},
 		},
 		Action: func(c *cli.Context) error {
 			o := quantizeOptions{Model: c.String("model"), Out: c.String("out"), Scheme: c.String("scheme"),
 				Opt:          quantizer.Options{Seed: c.Uint64("seed"), QuantizeHead: c.Bool("quantize-head"), GroupSize: c.Int("group-size")},
-				GroupSizeSet: c.IsSet("group-size"), Force: c.Bool("force")}
+				GroupSizeSet: c.IsSet("group-size"), Force: c.Bool("force"), KVCache: c.String("kv-cache")}
 			return quantizeRun(c, o)
 		},
 	}
@@ -54,6 +59,16 @@ func newQuantizeCmd() *cli.Command {
 func quantizeRun(c *cli.Context, o quantizeOptions) error {
 	if o.GroupSizeSet && o.Opt.GroupSize < 1 {
 		return usageErr(fmt.Errorf("quantize: --group-size %d: must be a positive number of input columns", o.Opt.GroupSize))
+	}
+	if o.KVCache != "" {
+		if o.KVCache != quantizer.KVCacheFP8 && o.KVCache != quantizer.KVCacheFP8Head {
+			return usageErr(fmt.Errorf("quantize: --kv-cache %q: want fp8 or fp8-head", o.KVCache))
+		}
+		amax, err := calibrateKV(c.Context, o.Model, o.Opt.Seed)
+		if err != nil {
+			return usageErr(fmt.Errorf("quantize: --kv-cache: calibration: %w", err))
+		}
+		o.Opt.KVCache, o.Opt.KVAmax = o.KVCache, amax
 	}
 	created, err := prepareOutDir(o.Out, o.Force)
 	if err != nil {
@@ -113,4 +128,30 @@ func prepareOutDir(out string, force bool) (created bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// calibrateKV runs the dense model in dir through the reference backend on
+// four seeded windows of 128 random token ids and returns every layer's
+// largest |key| (after RoPE) and |value|: the static min-max calibration
+// llm-compressor's and ModelOpt's KV cache quantization runs on real text
+// (random ids stand in for a calibration set here).
+func calibrateKV(ctx context.Context, dir string, seed uint64) ([][2][]float64, error) {
+	m, err := arch.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6b76))
+	var ws [][]int32
+	for range 4 {
+		w := make([]int32, 128)
+		for i := range w {
+			w[i] = int32(rng.IntN(m.Config.VocabSize))
+		}
+		ws = append(ws, w)
+	}
+	return reference.CalibrateKV(ctx, m, ws)
 }

@@ -69,7 +69,7 @@ func newVerifyCmd() *cli.Command {
 			fl("ppl-rel", "max relative PPL difference"),
 			fl("hidden-rel", "max relative L2 error of a hidden state"),
 			fl("router-margin", "MoE: a token whose expert choice differs is set apart (not a failure) when the first backend's router margin is at most this"),
-		}, backendFlags(backendFlagSet{precision: "precision of the second backend: bf16 (default), fp16, fp32"})...),
+		}, backendFlags(backendFlagSet{kv: true, precision: "precision of the second backend: bf16 (default), fp16, fp32"})...),
 		Action: func(c *cli.Context) error {
 			bs := strings.Split(c.String("backends"), ",")
 			if len(bs) != 2 || bs[0] == "" || bs[1] == "" {
@@ -128,6 +128,13 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	ws, err := verifyWindows(ctx, o, m.Config, stderr)
 	if err != nil {
 		return err
+	}
+	kvState, kvScheme, err := kvCacheState(m, o.Backend.KVCacheQuant)
+	if err != nil {
+		return err
+	}
+	if kvState != "" {
+		fmt.Fprintf(stderr, "verify: KV cache %s (%s)\n", kvState, kvScheme)
 	}
 	var bes [2]backends.Backend
 	for i, name := range o.Backends {

@@ -20,7 +20,10 @@ type Opened struct {
 	Backend                   backends.Backend
 	BPWLayer, BPWHead, VRAMGB float64
 	Format                    string
-	Close                     func() error
+	// KVCacheQuant, KVCacheScheme: eval.Identity's, for a checkpoint with
+	// a quantized KV cache ("" otherwise).
+	KVCacheQuant, KVCacheScheme string
+	Close                       func() error
 }
 
 // BackendEvaluator is the Evaluator of qppl compare: it opens each model
@@ -45,6 +48,9 @@ type BackendEvaluator struct {
 	// FreeSpace reads the free space before a base store is written (nil:
 	// statfs; tests fake it).
 	FreeSpace FreeSpace
+	// KVCacheOff: --kv-cache-quant off (models with a quantized KV cache
+	// are evaluated without it): part of the engine, so of cache keys.
+	KVCacheOff bool
 }
 
 // Engine implements Evaluator: backend, precision, base store encoding,
@@ -62,6 +68,9 @@ func (e *BackendEvaluator) Engine() string {
 	eng := fmt.Sprintf("%s/%s/base-%s/top-%d", name, prec, e.Encoding, e.TopK)
 	if e.KLRows > 0 {
 		eng += fmt.Sprintf("/kld-rows-%d", e.KLRows)
+	}
+	if e.KVCacheOff {
+		eng += "/kv-cache-off"
 	}
 	return eng
 }
@@ -98,6 +107,7 @@ func (e *BackendEvaluator) Evaluate(ctx context.Context, job Job) (compare.Resul
 		Model: job.Model.ModelDir, ModelHash: job.ModelHash, Label: job.Model.Label, Backend: info.Name, Precision: info.Precision,
 		Data: d.Info, DataSpecHash: d.Hash, Windows: len(d.Windows),
 		TopK: e.TopK, BPWLayer: m.BPWLayer, BPWHead: m.BPWHead, VRAMGB: m.VRAMGB, Format: m.Format,
+		KVCacheQuant: m.KVCacheQuant, KVCacheScheme: m.KVCacheScheme,
 	}
 	if job.SaveBase || job.UseBase {
 		id.KLMode, id.KLBaseKey, id.KLBaseFormat = d.KLMode, job.BaseKey, string(e.Encoding)

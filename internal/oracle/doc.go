@@ -30,6 +30,10 @@
 // quant.Linear.InputQuantizer. Because each prefix is recomputed, a dynamic
 // per-tensor activation scheme sees the prefix rows [0..p] rather than the
 // whole window; per-token, per-group and static schemes are unaffected.
+// Options.KVCacheFP8 rounds every layer's keys (after RoPE) and values
+// through an FP8 E4M3 cache with the checkpoint's k/v scales, read through
+// the Getter by the oracle's own name list and rounded by its own E4M3
+// code (docs/formats/kv-cache.md).
 //
 // # Failures
 //

@@ -22,6 +22,14 @@ type Options struct {
 	// final-norm rows of the whole prefix (a checkpoint may quantize
 	// lm_head's input like any Linear's); it is not called for a tied head.
 	InputQuant func(module string, x []float64, rows, cols int) error
+	// KVCacheFP8 passes every layer's keys (after RoPE and k-norm) and
+	// values through an FP8 E4M3 cache before attention: x/s saturated to
+	// ±448, rounded to the nearest E4M3 value (ties to even), times s. The
+	// scales s (one per layer, or one per key/value head) are read through
+	// the Getter under the first naming present: self_attn.k_scale and
+	// v_scale, k_proj.k_scale and v_proj.v_scale, k_proj.output_scale and
+	// v_proj.output_scale, or one self_attn.kv_scale for both.
+	KVCacheFP8 bool
 }
 
 // LogProbs runs the forward pass described by cfg over tokens and returns
@@ -31,6 +39,11 @@ func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) (
 	net, err := load(cfg, get)
 	if err != nil {
 		return nil, err
+	}
+	if opt.KVCacheFP8 {
+		if err := net.loadCacheScales(get); err != nil {
+			return nil, err
+		}
 	}
 	for p, id := range tokens {
 		if id < 0 || int(id) >= net.vocab {
@@ -87,6 +100,9 @@ type block struct {
 	// Gemma 2: post_attention_layernorm on the attention output (then
 	// postNorm is pre_feedforward_layernorm) and post_feedforward_layernorm.
 	attnOutNorm, mlpOutNorm []float64
+	// kScale, vScale: FP8 KV cache scales (Options.KVCacheFP8), one value
+	// or one per key/value head; nil without a quantized cache.
+	kScale, vScale []float64
 }
 
 // expert is one SiLU-gated MLP of a mixture of experts.
@@ -352,6 +368,14 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 					copy(seg, n.norm(seg, b.kn))
 				}
 				n.rotate(seg, t, b.local)
+			}
+		}
+		if b.kScale != nil {
+			for t := 0; t < T; t++ {
+				for h := 0; h < n.kvHeads; h++ {
+					through8(k[t][h*n.headDim:(h+1)*n.headDim], pick(b.kScale, h))
+					through8(v[t][h*n.headDim:(h+1)*n.headDim], pick(b.vScale, h))
+				}
 			}
 		}
 		ctxv := make([][]float64, T)
@@ -649,4 +673,62 @@ func logSoftmax(x []float64) []float64 {
 		out[i] = (v - top) - lz
 	}
 	return out
+}
+
+// loadCacheScales reads every layer's KV cache scales (Options.KVCacheFP8).
+func (n *network) loadCacheScales(get Getter) error {
+	for i := range n.blocks {
+		attn := fmt.Sprintf("model.layers.%d.self_attn.", i)
+		var k, v []float64
+		for _, names := range [][2]string{{"k_scale", "v_scale"}, {"k_proj.k_scale", "v_proj.v_scale"}, {"k_proj.output_scale", "v_proj.output_scale"}, {"kv_scale", "kv_scale"}} {
+			kk, _, e1 := get(attn + names[0])
+			vv, _, e2 := get(attn + names[1])
+			if e1 == nil && e2 == nil {
+				k, v = kk, vv
+				break
+			}
+		}
+		if k == nil {
+			return fmt.Errorf("oracle: layer %d: no KV cache scales", i)
+		}
+		for _, s := range [][]float64{k, v} {
+			if len(s) != 1 && len(s) != n.kvHeads {
+				return fmt.Errorf("oracle: layer %d: %d KV cache scales for %d key/value heads", i, len(s), n.kvHeads)
+			}
+		}
+		n.blocks[i].kScale, n.blocks[i].vScale = k, v
+	}
+	return nil
+}
+
+// pick returns the scale of head h: the only one, or the head's own.
+func pick(s []float64, h int) float64 {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return s[h]
+}
+
+// through8 stores x in an FP8 E4M3 cache with scale s and reads it back.
+// E4M3 here: 3 fraction bits, normal exponents -6..8, subnormal spacing
+// 2^-9, largest finite 448 (1.75·2^8); values past it saturate.
+func through8(x []float64, s float64) {
+	for i, val := range x {
+		y := val / s
+		a := math.Abs(y)
+		if a >= 448 {
+			a = 448
+		} else if a > 0 {
+			// spacing of E4M3 values around a: 2^(exponent-3), at least 2^-9
+			exp := math.Floor(math.Log2(a))
+			if math.Ldexp(1, int(exp)) > a { // Log2 rounding near powers of two
+				exp--
+			} else if math.Ldexp(1, int(exp)+1) <= a {
+				exp++
+			}
+			spacing := math.Ldexp(1, max(int(exp), -6)-3)
+			a = math.RoundToEven(a/spacing) * spacing
+		}
+		x[i] = math.Copysign(a, y) * s
+	}
 }

@@ -29,6 +29,7 @@ const (
 	KSoftcap        = "softcap"
 	KGeluTanhMul    = "gelu_tanh_mul"
 	KGeluTanhMulCat = "gelu_tanh_mul_cat"
+	KKVQuant        = "kv_quant"
 )
 
 // KernelInfo is a kernel's signature (one letter per parameter: p pointer,
@@ -62,6 +63,7 @@ func Kernels() map[string]KernelInfo {
 		KLogitsStats: {"piipppippip", "logits"},
 		KLogSoftmax:  {"pii", "logits"},
 		KActQuant:    {"pipiiiiiifff", "actquant"},
+		KKVQuant:     {"piiiif", "kvquant"},
 		// one line per dequantization kernel (kernels/dq_<format>.cu)
 		"dq_dense":   {"pipiii", "dq_dense"},
 		"dq_ct_pack": {"piiipiiipiiipipi", "dq_ctpack"},

@@ -165,3 +165,15 @@ func LaunchGeluTanhMulCat(d Device, out, gu Ptr, T, I int) error {
 	g, b := GridStride(T * I)
 	return d.Launch(KGeluTanhMulCat, g, b, 0, out, gu, int32(T), int32(I))
 }
+
+// LaunchKVQuant rounds x[T][H][D] (fp32, in place) through an FP8 E4M3 KV
+// cache with scale s: all heads when head < 0, else head `head` only
+// (kv_quant, kvquant.cu).
+func LaunchKVQuant(d Device, x Ptr, T, H, D, head int, s float32) error {
+	n := T * D
+	if head < 0 {
+		n *= H
+	}
+	g, b := GridStride(n)
+	return d.Launch(KKVQuant, g, b, 0, x, int32(T), int32(H), int32(D), int32(head), s)
+}

@@ -43,8 +43,7 @@
 // fused by the compiler), with detmath's exp/log/sincos. Results are
 // bit-identical on every run, for every number of threads, with the
 // assembly kernels or the pure-Go fallback (QPPL_NOASM=1), on amd64 and
-// arm64 (docs/reference.md; the KL divergence against a base still uses
-// math.Exp and may differ in the last bit between GOARCHes).
+// arm64, and so is the KL divergence against a base (docs/reference.md).
 //
 // # Memory
 //

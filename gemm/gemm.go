@@ -28,10 +28,20 @@ type kernel func(k int, a, b, c []float64, ldc int, load bool)
 
 // Kernel names accepted by NewKernel.
 const (
-	KernelAuto = ""     // the fastest kernel the CPU supports, unless QPPL_NOASM=1
-	KernelGo   = "go"   // pure Go with math.FMA
-	KernelAVX2 = "avx2" // amd64 AVX2+FMA assembly
-	KernelNEON = "neon" // arm64 NEON (FMLA) assembly
+	KernelAuto   = ""       // the fastest kernel the CPU supports (see New)
+	KernelGo     = "go"     // pure Go with math.FMA
+	KernelAVX2   = "avx2"   // amd64 AVX2+FMA assembly, 6×8 tiles
+	KernelAVX512 = "avx512" // amd64 AVX-512F assembly, 24×8 tiles (AVX2 at the edges)
+	KernelNEON   = "neon"   // arm64 NEON (FMLA) assembly
+)
+
+// Environment variables read by New and NewKernel(…, KernelAuto).
+const (
+	// NoAsmEnv=1 forces the pure-Go kernel.
+	NoAsmEnv = "QPPL_NOASM"
+	// KernelEnv names the kernel to use instead of the fastest (e.g.
+	// avx2 on an AVX-512 machine); it must be one of Kernels().
+	KernelEnv = "QPPL_GEMM_KERNEL"
 )
 
 // Kernels lists the kernels that run on this CPU, fallback first.
@@ -48,18 +58,20 @@ func Kernels() []string {
 type Engine struct {
 	name    string
 	kern    kernel
+	wide    wideKernel // nil, or widePanels tiles per call (full tiles only)
 	threads int
 	ap      []float64   // packed A, shared by the goroutines of a call
 	bp      [][]float64 // per goroutine: one packed kc×nc block of B
 }
 
-// New returns an Engine with the fastest kernel this CPU supports (the Go
-// fallback when the environment sets QPPL_NOASM=1). threads <= 0 means
-// runtime.GOMAXPROCS(0).
+// New returns an Engine with the fastest kernel this CPU supports: the Go
+// fallback when the environment sets QPPL_NOASM=1, the kernel named by
+// QPPL_GEMM_KERNEL when set (New panics if that kernel does not run here;
+// NewKernel returns the error). threads <= 0 means runtime.GOMAXPROCS(0).
 func New(threads int) *Engine {
 	e, err := NewKernel(threads, KernelAuto)
 	if err != nil {
-		panic(err) // unreachable: auto always resolves
+		panic(err)
 	}
 	return e
 }
@@ -70,18 +82,24 @@ func NewKernel(threads int, name string) (*Engine, error) {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	e := &Engine{threads: threads}
+	if name == KernelAuto && os.Getenv(NoAsmEnv) != "1" {
+		if env := os.Getenv(KernelEnv); env != "" {
+			name = env
+		}
+	}
 	switch {
-	case name == KernelAuto && os.Getenv("QPPL_NOASM") == "1", name == KernelGo:
+	case name == KernelAuto && os.Getenv(NoAsmEnv) == "1", name == KernelGo:
 		e.name, e.kern = KernelGo, kernGo
 	case name == KernelAuto:
 		e.name, e.kern = KernelGo, kernGo
 		if ks := asmKernels(); len(ks) > 0 {
-			e.name, e.kern = ks[len(ks)-1].name, ks[len(ks)-1].fn
+			k := ks[len(ks)-1]
+			e.name, e.kern, e.wide = k.name, k.fn, k.wide
 		}
 	default:
 		for _, k := range asmKernels() {
 			if k.name == name {
-				e.name, e.kern = k.name, k.fn
+				e.name, e.kern, e.wide = k.name, k.fn, k.wide
 			}
 		}
 		if e.kern == nil {
@@ -101,7 +119,7 @@ func (e *Engine) Threads() int { return e.threads }
 // Worker returns a single-goroutine engine with the same kernel and its own
 // buffers, for callers that run products in parallel themselves.
 func (e *Engine) Worker() *Engine {
-	return &Engine{name: e.name, kern: e.kern, threads: 1, bp: make([][]float64, 1)}
+	return &Engine{name: e.name, kern: e.kern, wide: e.wide, threads: 1, bp: make([][]float64, 1)}
 }
 
 // MulNT sets c[i][j] = Σ_p a[i][p]·b[j][p] for i < m, j < n, p < k: C = A·Bᵀ
@@ -301,8 +319,13 @@ func (e *Engine) block(ap []float64, mp, m, k int, b []float64, ldb int, transB 
 				bpan := bp[(jr-j0)*kb : (jr-j0+nr)*kb]
 				w := min(nr, j1-jr)
 				for p := rc; p < rce; p++ {
-					apan := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
 					i0 := p * mr
+					if e.wide != nil && w == nr && p+widePanels <= rce && i0+widePanels*mr <= m {
+						e.wide(kb, ap[k0*mp+p*mr*kb:k0*mp+(p+widePanels)*mr*kb], mr*kb, bpan, c[i0*ldc+jr:], ldc, load)
+						p += widePanels - 1
+						continue
+					}
+					apan := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
 					h := min(mr, m-i0)
 					if h == mr && w == nr {
 						e.kern(kb, apan, bpan, c[i0*ldc+jr:], ldc, load)

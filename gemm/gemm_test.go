@@ -1,12 +1,14 @@
 package gemm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -127,6 +129,69 @@ func TestMulMatchesFMAChainBitForBit(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMulNTRows: B decoded by rows gives MulNT's bits for every shape,
+// kernel and thread count; every row is decoded exactly once, in blocks
+// of at most 128 rows; the first decode error is returned.
+func TestMulNTRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, s := range shapes {
+		lda, ldc := s.k+3, s.n+5
+		a := randSlice(r, s.m*lda)
+		b := randSlice(r, s.n*s.k)
+		want := make([]float64, s.m*ldc)
+		fmaChain(s.m, s.n, s.k, a, lda, b, s.k, true, want, ldc)
+		for _, kn := range kernelNames(t) {
+			for _, th := range []int{1, 2, 7, 64} {
+				e := testEngine(t, th, kn)
+				seen := make([]atomic.Int32, s.n)
+				rows := func(r0, r1 int, dst []float64) error {
+					if r1-r0 > ncBlock || len(dst) != (r1-r0)*s.k {
+						return fmt.Errorf("rows [%d, %d) into %d", r0, r1, len(dst))
+					}
+					for j := r0; j < r1; j++ {
+						seen[j].Add(1)
+					}
+					copy(dst, b[r0*s.k:r1*s.k])
+					return nil
+				}
+				got := make([]float64, s.m*ldc)
+				for i := range got {
+					got[i] = 12345
+				}
+				if err := e.MulNTRows(s.m, s.n, s.k, a, lda, rows, got, ldc); err != nil {
+					t.Fatalf("%v %s threads %d: %v", s, kn, th, err)
+				}
+				for j := range seen {
+					if n := seen[j].Load(); n != 1 && s.k > 0 {
+						t.Fatalf("%v %s threads %d: row %d decoded %d times", s, kn, th, j, n)
+					}
+				}
+				for i := 0; i < s.m; i++ {
+					for j := 0; j < ldc; j++ {
+						g, w := got[i*ldc+j], want[i*ldc+j]
+						if j >= s.n {
+							w = 12345
+						}
+						if math.Float64bits(g) != math.Float64bits(w) {
+							t.Fatalf("%v %s threads %d: c[%d][%d] = %v, want %v", s, kn, th, i, j, g, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	boom := errors.New("boom")
+	err := New(2).MulNTRows(64, 300, 64, make([]float64, 64*64), 64, func(r0, r1 int, dst []float64) error {
+		if r0 <= 200 && 200 < r1 {
+			return boom
+		}
+		return nil
+	}, make([]float64, 64*300), 300)
+	if !errors.Is(err, boom) {
+		t.Fatalf("decode error: got %v", err)
 	}
 }
 

@@ -87,7 +87,7 @@ func (ws *workspace) ensure(m *model, T int) {
 		ws.cosL = grow(ws.cosL, T*d.D/2)
 		ws.sinL = grow(ws.sinL, T*d.D/2)
 	}
-	ws.w = grow(ws.w, m.scratch)
+	ws.w = grow(ws.w, m.scratchSize())
 	ws.logits = grow(ws.logits, headChunk*d.V)
 	if m.head == nil {
 		ws.wblock = grow(ws.wblock, m.vocabBlock*d.C)
@@ -237,9 +237,10 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	return nil
 }
 
-// linear computes out[T][outW] = in[T][inW] · Wᵀ (+ bias), decoding W into
-// the scratch buffer and fake-quantizing a copy of in when l prescribes
-// activation quantization.
+// linear computes out[T][outW] = in[T][inW] · Wᵀ (+ bias), decoding W block
+// by block into the product's panels (quant.RowDequantizer) or else whole
+// into the scratch buffer, and fake-quantizing a copy of in when l
+// prescribes activation quantization.
 func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float64, T, inW int, out []float64, outW int) error {
 	x := in[:T*inW]
 	if aq := l.InputQuantizer(); aq != nil {
@@ -249,11 +250,19 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 			return fmt.Errorf("reference: %s: input quantization: %w", l.Module(), err)
 		}
 	}
-	w := ws.w[:outW*inW]
-	if err := l.Dequantize(w); err != nil {
-		return fmt.Errorf("reference: %s: %w", l.Module(), err)
+	if rd, ok := l.(quant.RowDequantizer); ok && !m.wholeDecode {
+		// Decoded straight into the product's panels, a block of rows at
+		// a time: no float64 copy of the whole weight.
+		if err := m.mul.MulNTRows(T, outW, inW, x, inW, rd.DequantizeRows, out, outW); err != nil {
+			return fmt.Errorf("reference: %s: %w", l.Module(), err)
+		}
+	} else {
+		w := ws.w[:outW*inW]
+		if err := l.Dequantize(w); err != nil {
+			return fmt.Errorf("reference: %s: %w", l.Module(), err)
+		}
+		m.mul.MulNT(T, outW, inW, x, inW, w, inW, out, outW)
 	}
-	m.mul.MulNT(T, outW, inW, x, inW, w, inW, out, outW)
 	if bias != nil {
 		for t := 0; t < T; t++ {
 			row := out[t*outW : (t+1)*outW]
@@ -386,16 +395,20 @@ func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T, window 
 // norm output in ws.h (fake-quantized first when an untied, quantized
 // lm_head has an input quantizer) and calls fn with each row (valid only during the
 // call). Positions go headChunk at a time; for each chunk the head weight is
-// applied in blocks of vocabBlock rows, decoded from the embedding when the
-// head is tied (so the [V][C] matrix is never held whole), or taken from the
-// untied lm_head decoded once per call.
+// applied in blocks of vocabBlock rows decoded from the embedding when the
+// head is tied, or decoded by rows into the product's panels when the untied
+// lm_head is a quant.RowDequantizer (so the [V][C] matrix is never held
+// whole); any other untied lm_head is decoded whole once per call.
 func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func(pos int, lp []float64) error) error {
 	d := m.dims
 	x := ws.h[:ws.T*d.C] // [T][C] head input
+	rowHead := m.rowHead()
 	if m.head != nil {
-		ws.head = grow(ws.head, d.V*d.C)
-		if err := m.head.Dequantize(ws.head); err != nil {
-			return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+		if rowHead == nil {
+			ws.head = grow(ws.head, d.V*d.C)
+			if err := m.head.Dequantize(ws.head); err != nil {
+				return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+			}
 		}
 		// A quantized lm_head with input_activations quantizes its input
 		// like every other Linear: a copy of all T rows, as transformers
@@ -414,7 +427,14 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 			return err
 		}
 		n := min(headChunk, hi-r0)
-		for v0 := 0; v0 < d.V; v0 += vb {
+		if rowHead != nil {
+			// Decoded by blocks of rows into the product's panels, again
+			// for every chunk of positions: no [V][C] float64 copy.
+			if err := m.mul.MulNTRows(n, d.V, d.C, x[r0*d.C:], d.C, rowHead.DequantizeRows, ws.logits, d.V); err != nil {
+				return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+			}
+		}
+		for v0 := 0; v0 < d.V && rowHead == nil; v0 += vb {
 			v1 := min(v0+vb, d.V)
 			var w []float64
 			if m.head != nil {

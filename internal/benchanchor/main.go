@@ -109,7 +109,7 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 		if sh.torch && !torchOK {
 			fmt.Printf("# %s: PyTorch anchor skipped: /usr/bin/python3 cannot import torch and numpy (apt-get install -y python3-torch python3-numpy)\n", sh.name)
 		}
-		var tq, tt, ratios, qcpu, tcpu, rss, fwdN, fwd1 []float64
+		var tq, tt, ratios, qcpu, tcpu, rss, fwdN, fwd1, qcpu1 []float64
 		for r := 0; r < repeats; r++ {
 			load0 := loadavg()
 			if doTorch {
@@ -124,11 +124,11 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 				return err
 			}
 			tq, qcpu, rss, fwdN = append(tq, wall), append(qcpu, cpu), append(rss, maxrss), append(fwdN, fwd)
-			_, _, _, fwd1r, err := runQppl(qppl, dir, model, toks, n, 1)
+			_, cpu1, _, fwd1r, err := runQppl(qppl, dir, model, toks, n, 1)
 			if err != nil {
 				return err
 			}
-			fwd1 = append(fwd1, fwd1r)
+			fwd1, qcpu1 = append(fwd1, fwd1r), append(qcpu1, cpu1)
 			line := fmt.Sprintf("# %s repeat %d: qppl eval %.2f s wall, %.2f CPU-s, peak RSS %.0f MB; forward %.2f s on %d threads, %.2f s on 1 (×%.2f)",
 				sh.name, r+1, wall, cpu, maxrss, fwd, peak.Cores, fwd1r, fwd1r/fwd)
 			if doTorch {
@@ -154,13 +154,14 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 			speedups[i] = fwd1[i] / fwdN[i]
 		}
 		sp := median(speedups)
-		fmt.Printf("%s/qppl_forward_scaling 1 %.0f ns/op %.2f fwd_s_1thread %.2f fwd_s_%dthreads %.2f speedup_%dthreads %.2f per_core_efficiency\n",
-			bench, median(fwdN)*1e9, median(fwd1), median(fwdN), peak.Cores, sp, peak.Cores, sp/float64(peak.Cores))
+		fmt.Printf("%s/qppl_forward_scaling 1 %.0f ns/op %.2f fwd_s_1thread %.2f fwd_s_%dthreads %.2f speedup_%dthreads %.2f per_core_efficiency %.2f process_cpu_s_1thread %.2f process_cpu_s\n",
+			bench, median(fwdN)*1e9, median(fwd1), median(fwdN), peak.Cores, sp, peak.Cores, sp/float64(peak.Cores), median(qcpu1), median(qcpu))
 	}
 	fmt.Println("# x_torch = torch float64 forward seconds / qppl whole-process seconds (median of interleaved pairs; > 1: qppl faster).")
 	fmt.Println("# process_cpu_s: CPU-seconds of the whole process (torch's runs the forward twice: warm-up and timed). Wall times and")
 	fmt.Println("# x_torch vary with the machine's load: compare runs on a quiet machine.")
 	fmt.Println("# speedup_N = forward seconds with GOMAXPROCS=1 / with N (median of interleaved pairs); per_core_efficiency = speedup/N (goal ≥ 0.8).")
+	fmt.Println("# On a loaded machine the scheduler shares cores per thread, so speedup_N says little there; compare the process CPU-seconds.")
 	return nil
 }
 

@@ -1,7 +1,8 @@
-// Package gemm owns qppl's float64 matrix products: register-blocked 6×8
-// micro-kernels (Go assembly for AVX2+FMA on amd64 and NEON on arm64, a
-// pure-Go math.FMA fallback everywhere), the packing of both operands into
-// panels, L1/L2 blocking and the spreading of output blocks over goroutines.
+// Package gemm owns qppl's float64 matrix products: register-blocked
+// micro-kernels (Go assembly: 6×8 for AVX2+FMA on amd64 and NEON on arm64,
+// 24×8 for AVX-512F; a pure-Go math.FMA fallback everywhere), the packing of
+// both operands into panels, L1/L2 blocking and the spreading of output
+// blocks over goroutines.
 //
 // # Determinism
 //
@@ -17,14 +18,17 @@
 // fallback) can change a single bit of the result: it depends only on the
 // operands. Tests assert this for many shapes, thread counts and every
 // kernel (make arm64-check runs them on arm64 under qemu); QPPL_NOASM=1
-// forces the fallback at run time.
+// forces the fallback at run time and QPPL_GEMM_KERNEL names a kernel
+// (e.g. avx2 on an AVX-512 machine). The AVX-512 kernel is offered only
+// after it reproduced the Go kernel bit for bit on a small product.
 //
 // # Layout
 //
 // Operands are row-major float64 slices with a leading dimension, as in
 // BLAS. MulNT computes C = A·Bᵀ (B stored [n][k], e.g. a Linear's weight
 // [out][in]); MulNN computes C = A·B (B stored [k][n]). C is overwritten
-// (no alpha, no beta).
+// (no alpha, no beta). MulNTRows takes B as a function that decodes any
+// range of its rows (a packed weight), so that B is never held whole.
 //
 // # Speed
 //

@@ -28,10 +28,20 @@ type kernel func(k int, a, b, c []float64, ldc int, load bool)
 
 // Kernel names accepted by NewKernel.
 const (
-	KernelAuto = ""     // the fastest kernel the CPU supports, unless QPPL_NOASM=1
-	KernelGo   = "go"   // pure Go with math.FMA
-	KernelAVX2 = "avx2" // amd64 AVX2+FMA assembly
-	KernelNEON = "neon" // arm64 NEON (FMLA) assembly
+	KernelAuto   = ""       // the fastest kernel the CPU supports (see New)
+	KernelGo     = "go"     // pure Go with math.FMA
+	KernelAVX2   = "avx2"   // amd64 AVX2+FMA assembly, 6×8 tiles
+	KernelAVX512 = "avx512" // amd64 AVX-512F assembly, 24×8 tiles (AVX2 at the edges)
+	KernelNEON   = "neon"   // arm64 NEON (FMLA) assembly
+)
+
+// Environment variables read by New and NewKernel(…, KernelAuto).
+const (
+	// NoAsmEnv=1 forces the pure-Go kernel.
+	NoAsmEnv = "QPPL_NOASM"
+	// KernelEnv names the kernel to use instead of the fastest (e.g.
+	// avx2 on an AVX-512 machine); it must be one of Kernels().
+	KernelEnv = "QPPL_GEMM_KERNEL"
 )
 
 // Kernels lists the kernels that run on this CPU, fallback first.
@@ -48,18 +58,21 @@ func Kernels() []string {
 type Engine struct {
 	name    string
 	kern    kernel
+	wide    wideKernel // nil, or widePanels tiles per call (full tiles only)
 	threads int
 	ap      []float64   // packed A, shared by the goroutines of a call
 	bp      [][]float64 // per goroutine: one packed kc×nc block of B
+	bd      [][]float64 // per goroutine (MulNTRows): the decoded rows of one column block
 }
 
-// New returns an Engine with the fastest kernel this CPU supports (the Go
-// fallback when the environment sets QPPL_NOASM=1). threads <= 0 means
-// runtime.GOMAXPROCS(0).
+// New returns an Engine with the fastest kernel this CPU supports: the Go
+// fallback when the environment sets QPPL_NOASM=1, the kernel named by
+// QPPL_GEMM_KERNEL when set (New panics if that kernel does not run here;
+// NewKernel returns the error). threads <= 0 means runtime.GOMAXPROCS(0).
 func New(threads int) *Engine {
 	e, err := NewKernel(threads, KernelAuto)
 	if err != nil {
-		panic(err) // unreachable: auto always resolves
+		panic(err)
 	}
 	return e
 }
@@ -70,18 +83,24 @@ func NewKernel(threads int, name string) (*Engine, error) {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	e := &Engine{threads: threads}
+	if name == KernelAuto && os.Getenv(NoAsmEnv) != "1" {
+		if env := os.Getenv(KernelEnv); env != "" {
+			name = env
+		}
+	}
 	switch {
-	case name == KernelAuto && os.Getenv("QPPL_NOASM") == "1", name == KernelGo:
+	case name == KernelAuto && os.Getenv(NoAsmEnv) == "1", name == KernelGo:
 		e.name, e.kern = KernelGo, kernGo
 	case name == KernelAuto:
 		e.name, e.kern = KernelGo, kernGo
 		if ks := asmKernels(); len(ks) > 0 {
-			e.name, e.kern = ks[len(ks)-1].name, ks[len(ks)-1].fn
+			k := ks[len(ks)-1]
+			e.name, e.kern, e.wide = k.name, k.fn, k.wide
 		}
 	default:
 		for _, k := range asmKernels() {
 			if k.name == name {
-				e.name, e.kern = k.name, k.fn
+				e.name, e.kern, e.wide = k.name, k.fn, k.wide
 			}
 		}
 		if e.kern == nil {
@@ -89,6 +108,7 @@ func NewKernel(threads int, name string) (*Engine, error) {
 		}
 	}
 	e.bp = make([][]float64, threads)
+	e.bd = make([][]float64, threads)
 	return e, nil
 }
 
@@ -101,13 +121,27 @@ func (e *Engine) Threads() int { return e.threads }
 // Worker returns a single-goroutine engine with the same kernel and its own
 // buffers, for callers that run products in parallel themselves.
 func (e *Engine) Worker() *Engine {
-	return &Engine{name: e.name, kern: e.kern, threads: 1, bp: make([][]float64, 1)}
+	return &Engine{name: e.name, kern: e.kern, wide: e.wide, threads: 1, bp: make([][]float64, 1), bd: make([][]float64, 1)}
 }
 
 // MulNT sets c[i][j] = Σ_p a[i][p]·b[j][p] for i < m, j < n, p < k: C = A·Bᵀ
 // with A [m][k] (row stride lda), B [n][k] (ldb), C [m][n] (ldc).
 func (e *Engine) MulNT(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
 	e.mul(m, n, k, a, lda, b, ldb, true, c, ldc)
+}
+
+// RowsFunc writes rows [r0, r1) of a [n][k] matrix, row-major, into dst
+// (len (r1-r0)·k). MulNTRows calls it from several goroutines at once, for
+// disjoint ranges.
+type RowsFunc func(r0, r1 int, dst []float64) error
+
+// MulNTRows is MulNT with B [n][k] produced by rows, one column block at a
+// time: each goroutine decodes the rows of the block it computes into its
+// own buffer (at most 128·k values) and packs them into panels, so B is
+// never held whole. Every row is decoded once per call. The bits are
+// MulNT's. The first error of rows is returned (C is then incomplete).
+func (e *Engine) MulNTRows(m, n, k int, a []float64, lda int, rows RowsFunc, c []float64, ldc int) error {
+	return e.mulRows(m, n, k, a, lda, rows, c, ldc)
 }
 
 // MulNN sets c[i][j] = Σ_p a[i][p]·b[p][j]: C = A·B with A [m][k], B [k][n].
@@ -132,24 +166,34 @@ func checkOperand(what string, s []float64, rows, cols, ld int) {
 }
 
 func (e *Engine) mul(m, n, k int, a []float64, lda int, b []float64, ldb int, transB bool, c []float64, ldc int) {
-	if m < 0 || n < 0 || k < 0 {
-		panic(fmt.Sprintf("gemm: negative size %d×%d×%d", m, n, k))
-	}
-	checkOperand("A", a, m, k, lda)
 	if transB {
 		checkOperand("B", b, n, k, ldb)
 	} else {
 		checkOperand("B", b, k, n, ldb)
 	}
+	_ = e.run(m, n, k, a, lda, b, ldb, transB, nil, c, ldc)
+}
+
+func (e *Engine) mulRows(m, n, k int, a []float64, lda int, rows RowsFunc, c []float64, ldc int) error {
+	return e.run(m, n, k, a, lda, nil, 0, true, rows, c, ldc)
+}
+
+// run computes C = A·op(B) with B either in memory (rows nil) or decoded
+// by rows, one column block per task.
+func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, transB bool, rows RowsFunc, c []float64, ldc int) error {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative size %d×%d×%d", m, n, k))
+	}
+	checkOperand("A", a, m, k, lda)
 	checkOperand("C", c, m, n, ldc)
 	if m == 0 || n == 0 {
-		return
+		return nil
 	}
 	if k == 0 {
 		for i := 0; i < m; i++ {
 			clear(c[i*ldc : i*ldc+n])
 		}
-		return
+		return nil
 	}
 	mp := (m + mr - 1) / mr * mr
 	panels := mp / mr
@@ -160,11 +204,17 @@ func (e *Engine) mul(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 	if m*n*k < serialWork {
 		threads = 1
 	}
-	// Column blocks of ncBlock; rows split into chunks only when there are
-	// too few column blocks to keep every goroutine busy.
-	colBlocks := (n + ncBlock - 1) / ncBlock
+	// Column blocks of nc = ncBlock columns; rows split into chunks only
+	// when there are too few column blocks to keep every goroutine busy.
+	// With B decoded by rows, the column blocks narrow instead (down to nr
+	// columns), so that every row of B is decoded exactly once.
+	nc := ncBlock
+	if rows != nil && (n+nc-1)/nc < 2*threads {
+		nc = max(nr, ((n+2*threads-1)/(2*threads)+nr-1)/nr*nr)
+	}
+	colBlocks := (n + nc - 1) / nc
 	chunks := 1
-	if colBlocks < 2*threads {
+	if rows == nil && colBlocks < 2*threads {
 		chunks = min(panels, (2*threads+colBlocks-1)/colBlocks)
 	}
 	chunkPanels := (panels + chunks - 1) / chunks
@@ -172,6 +222,9 @@ func (e *Engine) mul(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 	tasks := colBlocks * chunks
 
 	var nextA, nextT atomic.Int64
+	var errMu sync.Mutex
+	var firstErr error
+	var failed atomic.Bool
 	work := func(w int, wait func()) {
 		for {
 			p := int(nextA.Add(1)) - 1
@@ -183,20 +236,35 @@ func (e *Engine) mul(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 		wait()
 		e.bp[w] = grow(e.bp[w], ncBlock*min(k, kcBlock))
 		bp := e.bp[w]
-		for {
+		for !failed.Load() {
 			t := int(nextT.Add(1)) - 1
 			if t >= tasks {
 				break
 			}
 			jb, ch := t/chunks, t%chunks
-			j0, j1 := jb*ncBlock, min(n, (jb+1)*ncBlock)
+			j0, j1 := jb*nc, min(n, (jb+1)*nc)
 			r0, r1 := ch*chunkPanels, min(panels, (ch+1)*chunkPanels)
-			e.block(ap, mp, m, k, b, ldb, transB, bp, c, ldc, j0, j1, r0, r1)
+			if rows == nil {
+				e.block(ap, mp, m, k, b, ldb, transB, bp, c, ldc, j0, j1, r0, r1)
+				continue
+			}
+			e.bd[w] = grow(e.bd[w], (j1-j0)*k)
+			bd := e.bd[w]
+			if err := rows(j0, j1, bd); err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+				failed.Store(true)
+				break
+			}
+			e.block(ap, mp, m, k, bd, k, true, bp, c[j0:], ldc, 0, j1-j0, r0, r1)
 		}
 	}
 	if threads <= 1 {
 		work(0, func() {})
-		return
+		return firstErr
 	}
 	threads = min(threads, max(tasks, panels))
 	// Every goroutine packs A panels, then waits until all of A is packed
@@ -213,6 +281,7 @@ func (e *Engine) mul(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 		}()
 	}
 	wg.Wait()
+	return firstErr
 }
 
 // packAPanel packs rows [p·mr, p·mr+mr) of A (zero rows past m) for every
@@ -301,8 +370,13 @@ func (e *Engine) block(ap []float64, mp, m, k int, b []float64, ldb int, transB 
 				bpan := bp[(jr-j0)*kb : (jr-j0+nr)*kb]
 				w := min(nr, j1-jr)
 				for p := rc; p < rce; p++ {
-					apan := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
 					i0 := p * mr
+					if e.wide != nil && w == nr && p+widePanels <= rce && i0+widePanels*mr <= m {
+						e.wide(kb, ap[k0*mp+p*mr*kb:k0*mp+(p+widePanels)*mr*kb], mr*kb, bpan, c[i0*ldc+jr:], ldc, load)
+						p += widePanels - 1
+						continue
+					}
+					apan := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
 					h := min(mr, m-i0)
 					if h == mr && w == nr {
 						e.kern(kb, apan, bpan, c[i0*ldc+jr:], ldc, load)

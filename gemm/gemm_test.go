@@ -1,10 +1,14 @@
 package gemm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,12 +51,38 @@ var shapes = []shape{
 	{37, 1000, 70}, {200, 40, 1100},
 }
 
+// kernelGoWide names a test-only engine: the pure-Go kernel with the wide
+// (widePanels tiles per call) path that the AVX-512 kernel takes, so the
+// engine's wide-tile dispatch is tested on every CPU.
+const kernelGoWide = "go-wide"
+
 func kernelNames(t *testing.T) []string {
 	ks := Kernels()
 	if len(ks) == 1 {
 		t.Logf("only the Go kernel runs on this CPU")
 	}
-	return ks
+	if !hasAVX512() {
+		t.Logf("no AVX-512 on this CPU: the avx512 kernel is not tested here")
+	}
+	return append(ks, kernelGoWide)
+}
+
+// testEngine is NewKernel, plus kernelGoWide.
+func testEngine(t *testing.T, threads int, name string) *Engine {
+	t.Helper()
+	if name == kernelGoWide {
+		e, err := NewKernel(threads, KernelGo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.name, e.wide = kernelGoWide, kernGoWide
+		return e
+	}
+	e, err := NewKernel(threads, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // TestMulMatchesFMAChainBitForBit: every kernel at 1, 2 and 7 goroutines
@@ -74,10 +104,7 @@ func TestMulMatchesFMAChainBitForBit(t *testing.T) {
 			fmaChain(s.m, s.n, s.k, a, lda, b, ldb, transB, want, ldc)
 			for _, kn := range kernelNames(t) {
 				for _, th := range []int{1, 2, 7} {
-					e, err := NewKernel(th, kn)
-					if err != nil {
-						t.Fatal(err)
-					}
+					e := testEngine(t, th, kn)
 					got := make([]float64, s.m*ldc)
 					for i := range got {
 						got[i] = 12345 // C is overwritten, padding left alone
@@ -105,12 +132,75 @@ func TestMulMatchesFMAChainBitForBit(t *testing.T) {
 	}
 }
 
+// TestMulNTRows: B decoded by rows gives MulNT's bits for every shape,
+// kernel and thread count; every row is decoded exactly once, in blocks
+// of at most 128 rows; the first decode error is returned.
+func TestMulNTRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, s := range shapes {
+		lda, ldc := s.k+3, s.n+5
+		a := randSlice(r, s.m*lda)
+		b := randSlice(r, s.n*s.k)
+		want := make([]float64, s.m*ldc)
+		fmaChain(s.m, s.n, s.k, a, lda, b, s.k, true, want, ldc)
+		for _, kn := range kernelNames(t) {
+			for _, th := range []int{1, 2, 7, 64} {
+				e := testEngine(t, th, kn)
+				seen := make([]atomic.Int32, s.n)
+				rows := func(r0, r1 int, dst []float64) error {
+					if r1-r0 > ncBlock || len(dst) != (r1-r0)*s.k {
+						return fmt.Errorf("rows [%d, %d) into %d", r0, r1, len(dst))
+					}
+					for j := r0; j < r1; j++ {
+						seen[j].Add(1)
+					}
+					copy(dst, b[r0*s.k:r1*s.k])
+					return nil
+				}
+				got := make([]float64, s.m*ldc)
+				for i := range got {
+					got[i] = 12345
+				}
+				if err := e.MulNTRows(s.m, s.n, s.k, a, lda, rows, got, ldc); err != nil {
+					t.Fatalf("%v %s threads %d: %v", s, kn, th, err)
+				}
+				for j := range seen {
+					if n := seen[j].Load(); n != 1 && s.k > 0 {
+						t.Fatalf("%v %s threads %d: row %d decoded %d times", s, kn, th, j, n)
+					}
+				}
+				for i := 0; i < s.m; i++ {
+					for j := 0; j < ldc; j++ {
+						g, w := got[i*ldc+j], want[i*ldc+j]
+						if j >= s.n {
+							w = 12345
+						}
+						if math.Float64bits(g) != math.Float64bits(w) {
+							t.Fatalf("%v %s threads %d: c[%d][%d] = %v, want %v", s, kn, th, i, j, g, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	boom := errors.New("boom")
+	err := New(2).MulNTRows(64, 300, 64, make([]float64, 64*64), 64, func(r0, r1 int, dst []float64) error {
+		if r0 <= 200 && 200 < r1 {
+			return boom
+		}
+		return nil
+	}, make([]float64, 64*300), 300)
+	if !errors.Is(err, boom) {
+		t.Fatalf("decode error: got %v", err)
+	}
+}
+
 // TestEngineReuse: an Engine reused across calls of different shapes (its
 // buffers grown and shrunk) still gives the specification's bits.
 func TestEngineReuse(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, kn := range kernelNames(t) {
-		e, _ := NewKernel(2, kn)
+		e := testEngine(t, 2, kn)
 		w := e.Worker()
 		for it, s := range []shape{{300, 300, 700}, {5, 3, 2}, {100, 257, 9}, {300, 300, 700}} {
 			a, b := randSlice(r, s.m*s.k), randSlice(r, s.n*s.k)
@@ -175,6 +265,77 @@ func TestNoAsmEnv(t *testing.T) {
 	}
 }
 
+// TestKernelEnv: QPPL_GEMM_KERNEL picks any kernel of Kernels() (e.g.
+// avx2 on an AVX-512 machine), QPPL_NOASM=1 still wins, and an unknown or
+// unavailable name is an error naming the kernels that run here.
+func TestKernelEnv(t *testing.T) {
+	t.Setenv(NoAsmEnv, "")
+	for _, kn := range Kernels() {
+		t.Setenv(KernelEnv, kn)
+		e, err := NewKernel(1, KernelAuto)
+		if err != nil || e.Kernel() != kn {
+			t.Fatalf("%s=%s: kernel %v, %v", KernelEnv, kn, e, err)
+		}
+		if (e.wide != nil) != (kn == KernelAVX512) {
+			t.Fatalf("%s: wide kernel %v", kn, e.wide != nil)
+		}
+	}
+	t.Setenv(KernelEnv, "avx2")
+	t.Setenv(NoAsmEnv, "1")
+	if k := New(1).Kernel(); k != KernelGo {
+		t.Fatalf("QPPL_NOASM=1 with %s=avx2: kernel %q", KernelEnv, k)
+	}
+	t.Setenv(NoAsmEnv, "")
+	t.Setenv(KernelEnv, "nosuch")
+	if _, err := NewKernel(1, KernelAuto); err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("%s=nosuch: err %v", KernelEnv, err)
+	}
+}
+
+// TestAVX512Offered: on a CPU with AVX-512F the avx512 kernel is offered
+// (it passed its bit-for-bit self-check) and is the default; the
+// self-check itself accepts the Go specification and rejects a kernel
+// that rounds the product and the sum separately.
+func TestAVX512Offered(t *testing.T) {
+	if !wideAgrees(kernGoWide) {
+		t.Fatal("self-check rejects the Go specification")
+	}
+	unfused := func(k int, a []float64, astride int, b, c []float64, ldc int, load bool) {
+		for tt := 0; tt < widePanels; tt++ {
+			for i := 0; i < mr; i++ {
+				for j := 0; j < nr; j++ {
+					acc := 0.0
+					if load {
+						acc = c[(tt*mr+i)*ldc+j]
+					}
+					for p := 0; p < k; p++ {
+						acc += float64(a[tt*astride+p*mr+i] * b[p*nr+j])
+					}
+					c[(tt*mr+i)*ldc+j] = acc
+				}
+			}
+		}
+	}
+	if wideAgrees(unfused) {
+		t.Fatal("self-check accepts an unfused kernel")
+	}
+	ks := Kernels()
+	if !hasAVX512() {
+		if slices.Contains(ks, KernelAVX512) {
+			t.Fatalf("avx512 offered without AVX-512F: %v", ks)
+		}
+		t.Skip("no AVX-512F on this CPU")
+	}
+	if !slices.Contains(ks, KernelAVX512) {
+		t.Fatalf("CPU has AVX-512F but the avx512 kernel failed its self-check: %v", ks)
+	}
+	t.Setenv(NoAsmEnv, "")
+	t.Setenv(KernelEnv, "")
+	if k := New(1).Kernel(); k != KernelAVX512 {
+		t.Fatalf("default kernel %q on an AVX-512 CPU", k)
+	}
+}
+
 func TestBadOperandsPanic(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -225,6 +386,40 @@ func BenchmarkMulNT(b *testing.B) {
 				b.ReportMetric(flop/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu_s")
 			})
 		}
+	}
+}
+
+// BenchmarkKernels times every kernel on the same products, interleaved
+// (rounds of one product per kernel, single-threaded), and reports each
+// kernel's GFLOP/s per CPU-second and its speed relative to the first
+// assembly kernel. Interleaving makes the ratios meaningful on a shared
+// machine, where absolute figures are not.
+func BenchmarkKernels(b *testing.B) {
+	for _, s := range []shape{{240, 512, 512}, {512, 1536, 576}} {
+		b.Run(fmt.Sprintf("%dx%dx%d", s.m, s.n, s.k), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			a, bb := randSlice(r, s.m*s.k), randSlice(r, s.n*s.k)
+			c := make([]float64, s.m*s.n)
+			ks := Kernels()
+			cpu := make([]float64, len(ks))
+			for i := 0; i < b.N; i++ {
+				for round := 0; round < 3; round++ {
+					for j, kn := range ks {
+						e, _ := NewKernel(1, kn)
+						c0 := cpuSeconds()
+						e.MulNT(s.m, s.n, s.k, a, s.k, bb, s.k, c, s.n)
+						cpu[j] += cpuSeconds() - c0
+					}
+				}
+			}
+			flop := 2 * float64(s.m*s.n*s.k) * float64(3*b.N)
+			for j, kn := range ks {
+				b.ReportMetric(flop/cpu[j]/1e9, "GFLOP/cpu_s_"+kn)
+				if len(ks) > 1 {
+					b.ReportMetric(cpu[1]/cpu[j], "x_"+kn+"_vs_"+ks[1])
+				}
+			}
+		})
 	}
 }
 

@@ -29,8 +29,70 @@ func kernGo(k int, a, b, c []float64, ldc int, load bool) {
 	}
 }
 
-// asmKernel is an assembly micro-kernel the CPU supports.
+// widePanels is the number of consecutive A panels a wideKernel computes.
+const widePanels = 4
+
+// wideKernel computes widePanels mr×nr tiles stacked down the rows against
+// one B micro-panel: tile t reads its A panel at a[t·astride:] and its C
+// rows at c[t·mr·ldc:], each exactly as kernel would (so the bits are the
+// same; only the register blocking differs).
+type wideKernel func(k int, a []float64, astride int, b, c []float64, ldc int, load bool)
+
+// kernGoWide is wideKernel in pure Go: the specification of the wide
+// assembly kernels, and a way to test the engine's wide-tile path on any
+// CPU.
+func kernGoWide(k int, a []float64, astride int, b, c []float64, ldc int, load bool) {
+	for t := 0; t < widePanels; t++ {
+		kernGo(k, a[t*astride:], b, c[t*mr*ldc:], ldc, load)
+	}
+}
+
+// wideAgrees checks wide against kernGoWide, bit for bit, on a few small
+// products (depths 1, 3 and 17, with and without loading C, signed zeros
+// and values of very different magnitudes).
+func wideAgrees(wide wideKernel) bool {
+	const ldc = nr + 3
+	for _, k := range []int{1, 3, 17} {
+		astride := k*mr + 5
+		a := make([]float64, (widePanels-1)*astride+k*mr)
+		b := make([]float64, k*nr)
+		x := uint64(0x9e3779b97f4a7c15)
+		next := func() float64 { // exact dyadic values from a fixed generator
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			v := float64(int64(x>>11)-1<<52) * 0x1p-52
+			return math.Ldexp(v, int(x%41)-20)
+		}
+		for i := range a {
+			a[i] = next()
+		}
+		for i := range b {
+			b[i] = next()
+		}
+		a[0], b[1] = math.Copysign(0, -1), math.Copysign(0, -1)
+		for _, load := range []bool{false, true} {
+			want := make([]float64, widePanels*mr*ldc)
+			for i := range want {
+				want[i] = next()
+			}
+			got := append([]float64(nil), want...)
+			kernGoWide(k, a, astride, b, want, ldc, load)
+			wide(k, a, astride, b, got, ldc, load)
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// asmKernel is an assembly micro-kernel the CPU supports: fn for single
+// tiles, and wide (nil if none) for widePanels tiles at once.
 type asmKernel struct {
 	name string
 	fn   kernel
+	wide wideKernel
 }

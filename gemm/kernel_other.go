@@ -3,3 +3,5 @@
 package gemm
 
 func asmKernels() []asmKernel { return nil }
+
+func hasAVX512() bool { return false }

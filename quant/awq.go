@@ -95,30 +95,42 @@ func (a *AWQ) Dequantize(dst []float64) error {
 	if err := a.checkDst(dst); err != nil {
 		return err
 	}
+	return a.DequantizeRows(0, a.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (a *AWQ) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := a.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
 	w8 := a.Out / 8
-	zeros := make([]int, a.Groups*a.Out)
+	nr := r1 - r0
+	zeros := make([]int, a.Groups*nr) // [group][row - r0]
 	for g := 0; g < a.Groups; g++ {
-		for o := 0; o < a.Out; o++ {
-			zeros[g*a.Out+o] = awqField(a.QZeros[g*w8:(g+1)*w8], o)
+		for o := r0; o < r1; o++ {
+			zeros[g*nr+o-r0] = awqField(a.QZeros[g*w8:(g+1)*w8], o)
 		}
 	}
 	// Tiles of 8 inputs × 8 outputs: reads 8 words, writes 8 runs of 8.
 	for i0 := 0; i0 < a.In; i0 += 8 {
 		n := min(8, a.In-i0)
-		for j := 0; j < w8; j++ {
+		for j := r0 / 8; j < (r1+7)/8; j++ {
 			for c := 0; c < 8; c++ {
 				o := 8*j + c
+				if o < r0 || o >= r1 {
+					continue
+				}
 				sh := uint(AWQNibble(c)) * 4
-				d := dst[o*a.In+i0 : o*a.In+i0+n]
+				d := dst[(o-r0)*a.In+i0 : (o-r0)*a.In+i0+n]
 				for k := range d {
 					i := i0 + k
-					g := (i/a.GroupSize)*a.Out + o
-					d[k] = float64(int(a.QWeight[i*w8+j]>>sh&0xF)-zeros[g]) * a.Scales[g]
+					g := i / a.GroupSize
+					d[k] = float64(int(a.QWeight[i*w8+j]>>sh&0xF)-zeros[g*nr+o-r0]) * a.Scales[g*a.Out+o]
 				}
 			}
 		}
 	}
-	return a.checkFinite(dst)
+	return a.checkFiniteRows(r0, dst)
 }
 
 func openAWQ(t tensors, c *AWQConfig) (*AWQ, error) {

@@ -16,15 +16,23 @@ func (u *UnpackedInt) Dequantize(dst []float64) error {
 	if err := u.checkDst(dst); err != nil {
 		return err
 	}
+	return u.DequantizeRows(0, u.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (u *UnpackedInt) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := u.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
 	var lut []float64
 	off := 1 << (u.Bits - 1)
-	for r := 0; r < u.Out; r++ {
+	for r := r0; r < r1; r++ {
 		lut = u.luts(r, lut)
 		for c := 0; c < u.In; c++ {
-			dst[r*u.In+c] = lut[u.group(c)<<u.Bits+int(u.Codes[r*u.In+c])+off]
+			dst[(r-r0)*u.In+c] = lut[u.group(c)<<u.Bits+int(u.Codes[r*u.In+c])+off]
 		}
 	}
-	return u.checkFinite(dst)
+	return u.checkFiniteRows(r0, dst)
 }
 
 // FP8 is a float-quantized / naive-quantized FP8 E4M3 weight (formats.md

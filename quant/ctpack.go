@@ -23,6 +23,14 @@ func (p *PackedInt) Dequantize(dst []float64) error {
 	if err := p.checkDst(dst); err != nil {
 		return err
 	}
+	return p.DequantizeRows(0, p.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (p *PackedInt) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := p.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
 	var lut []float64
 	base := make([]int, p.In) // lut offset of each column's group
 	for c := range base {
@@ -31,10 +39,10 @@ func (p *PackedInt) Dequantize(dst []float64) error {
 	b := p.Bits
 	fast := !p.Legacy && 32%b == 0
 	per, mask := 32/b, uint32(1)<<b-1
-	for r := 0; r < p.Out; r++ {
+	for r := r0; r < r1; r++ {
 		lut = p.luts(r, lut)
 		row := p.Packed[r*p.WordsPerRow : (r+1)*p.WordsPerRow]
-		d := dst[r*p.In : (r+1)*p.In]
+		d := dst[(r-r0)*p.In : (r-r0+1)*p.In]
 		if fast { // b ∈ {1,2,4,8}: whole fields per word
 			for c := range d {
 				d[c] = lut[base[c]+int(row[c/per]>>(uint(c%per)*uint(b))&mask)]
@@ -45,7 +53,7 @@ func (p *PackedInt) Dequantize(dst []float64) error {
 			d[c] = lut[base[c]+unpackField(row, c, b, p.Legacy)]
 		}
 	}
-	return p.checkFinite(dst)
+	return p.checkFiniteRows(r0, dst)
 }
 
 // UnpackedInt is a compressed-tensors int-quantized (or naive-quantized int)

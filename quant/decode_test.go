@@ -241,3 +241,27 @@ func TestMixedPrecisionOpen(t *testing.T) {
 		t.Errorf("ignored down_proj: %s %v", down.Format(), w)
 	}
 }
+
+// TestLE32: packed words are the little-endian 32-bit words of the stored
+// bytes, whether viewed in place (aligned) or copied (unaligned).
+func TestLE32(t *testing.T) {
+	buf := make([]byte, 13)
+	for i := range buf {
+		buf[i] = byte(0x11 * (i + 1))
+	}
+	for _, off := range []int{0, 1} {
+		b := buf[off : off+12]
+		w := le32(b)
+		if len(w) != 3 {
+			t.Fatalf("offset %d: %d words", off, len(w))
+		}
+		for i, v := range w {
+			if want := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24; v != want {
+				t.Fatalf("offset %d: word %d = %#x, want %#x", off, i, v, want)
+			}
+		}
+	}
+	if len(le32(nil)) != 0 {
+		t.Fatal("le32(nil) not empty")
+	}
+}

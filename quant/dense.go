@@ -34,6 +34,18 @@ func (d *Dense) Dequantize(dst []float64) error {
 	return nil
 }
 
+// DequantizeRows implements RowDequantizer.
+func (d *Dense) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := d.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
+	sz := dtypeSize(d.DType)
+	if sz == 0 || len(d.Raw) != sz*d.Out*d.In || !decodeFloatsInto(d.DType, d.Raw[r0*d.In*sz:r1*d.In*sz], dst) {
+		return fmt.Errorf("quant: %s: cannot decode rows [%d, %d) of %d bytes of %s", d.Name, r0, r1, len(d.Raw), d.DType)
+	}
+	return nil
+}
+
 func denseFamily() family {
 	return family{
 		name:      "dense",

@@ -24,14 +24,22 @@ func (f *FP8) Dequantize(dst []float64) error {
 	if err := f.checkDst(dst); err != nil {
 		return err
 	}
+	return f.DequantizeRows(0, f.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (f *FP8) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := f.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
 	var e4m3 [256]float64
 	for b := range e4m3 {
 		e4m3[b] = DecodeE4M3(byte(b))
 	}
 	// One 256-entry table per scale, rebuilt when the scale row changes.
 	lut := make([]float64, 256*f.ScaleCols)
-	for r := 0; r < f.Out; r++ {
-		if r%f.BlockRows == 0 {
+	for r := r0; r < r1; r++ {
+		if r == r0 || r%f.BlockRows == 0 {
 			srow := f.Scale[(r/f.BlockRows)*f.ScaleCols : (r/f.BlockRows+1)*f.ScaleCols]
 			for j, s := range srow {
 				for b := range e4m3 {
@@ -40,10 +48,10 @@ func (f *FP8) Dequantize(dst []float64) error {
 			}
 		}
 		for c := 0; c < f.In; c++ {
-			dst[r*f.In+c] = lut[(c/f.BlockCols)*256+int(f.Codes[r*f.In+c])]
+			dst[(r-r0)*f.In+c] = lut[(c/f.BlockCols)*256+int(f.Codes[r*f.In+c])]
 		}
 	}
-	return f.checkFinite(dst)
+	return f.checkFiniteRows(r0, dst)
 }
 
 // NVFP4 is an nvfp4-pack-quantized weight (formats.md §2.2): E2M1 codes,

@@ -87,10 +87,19 @@ func (q *GPTQ) Dequantize(dst []float64) error {
 	if err := q.checkDst(dst); err != nil {
 		return err
 	}
-	zeros := make([]int, q.Groups*q.Out)
+	return q.DequantizeRows(0, q.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (q *GPTQ) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := q.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
+	nr := r1 - r0
+	zeros := make([]int, q.Groups*nr) // [group][row - r0]
 	for g := 0; g < q.Groups; g++ {
-		for o := 0; o < q.Out; o++ {
-			zeros[g*q.Out+o] = q.zero(g, o)
+		for o := r0; o < r1; o++ {
+			zeros[g*nr+o-r0] = q.zero(g, o)
 		}
 	}
 	per := 32 / q.Bits
@@ -98,17 +107,18 @@ func (q *GPTQ) Dequantize(dst []float64) error {
 	// One packed row of words covers `per` inputs of every output: write
 	// them as a contiguous run of dst[o, j*per : j*per+per].
 	for j := 0; j < q.In/per; j++ {
-		row := q.QWeight[j*q.Out : (j+1)*q.Out]
+		row := q.QWeight[j*q.Out+r0 : j*q.Out+r1]
 		gi := q.GIdx[j*per : (j+1)*per]
-		for o, w := range row {
-			d := dst[o*q.In+j*per : o*q.In+(j+1)*per]
+		for oo, w := range row {
+			o := r0 + oo
+			d := dst[oo*q.In+j*per : oo*q.In+(j+1)*per]
 			for k := range d {
-				g := int(gi[k])*q.Out + o
-				d[k] = q.Scales[g] * float64(int(w>>(uint(k)*uint(q.Bits))&mask)-zeros[g])
+				g := int(gi[k])
+				d[k] = q.Scales[g*q.Out+o] * float64(int(w>>(uint(k)*uint(q.Bits))&mask)-zeros[g*nr+oo])
 			}
 		}
 	}
-	return q.checkFinite(dst)
+	return q.checkFiniteRows(r0, dst)
 }
 
 func openGPTQ(t tensors, c *GPTQConfig) (*GPTQ, error) {

@@ -29,6 +29,16 @@ type Linear interface {
 	InputQuantizer() ActQuantizer
 }
 
+// RowDequantizer is implemented by the Linears that decode any range of
+// output rows on their own, so a caller can decode a layer block by block
+// instead of holding all out·in float64 values at once.
+type RowDequantizer interface {
+	// DequantizeRows writes rows [r0, r1) of the exact weight, row-major,
+	// into dst (len (r1-r0)·in): the same values Dequantize writes there.
+	// Safe for concurrent use.
+	DequantizeRows(r0, r1 int, dst []float64) error
+}
+
 // Base holds what every concrete Linear has.
 type Base struct {
 	Name     string // module name without ".weight"
@@ -68,12 +78,22 @@ func (b *Base) checkDst(dst []float64) error {
 	return nil
 }
 
+func (b *Base) checkRows(r0, r1 int, dst []float64) error {
+	if r0 < 0 || r1 > b.Out || r0 > r1 || len(dst) != (r1-r0)*b.In {
+		return fmt.Errorf("quant: %s: DequantizeRows: rows [%d, %d) of %d into %d elements (in %d)", b.Name, r0, r1, b.Out, len(dst), b.In)
+	}
+	return nil
+}
+
 // checkFinite checks decoded values (the only way a finite scale gives a
 // non-finite weight is overflow of the rounding dtype).
-func (b *Base) checkFinite(dst []float64) error {
+func (b *Base) checkFinite(dst []float64) error { return b.checkFiniteRows(0, dst) }
+
+// checkFiniteRows is checkFinite for rows starting at r0.
+func (b *Base) checkFiniteRows(r0 int, dst []float64) error {
 	for i, v := range dst {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%s: %s: weight element [%d,%d] decodes to %v", b.FileName, b.Name, i/b.In, i%b.In, v)
+			return fmt.Errorf("%s: %s: weight element [%d,%d] decodes to %v", b.FileName, b.Name, r0+i/b.In, i%b.In, v)
 		}
 	}
 	return nil

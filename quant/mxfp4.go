@@ -19,15 +19,23 @@ func (m *MXFP4) Dequantize(dst []float64) error {
 	if err := m.checkDst(dst); err != nil {
 		return err
 	}
+	return m.DequantizeRows(0, m.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (m *MXFP4) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := m.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
 	half, groups := m.In/2, m.In/32
 	var lut [16]float64
-	for r := 0; r < m.Out; r++ {
+	for r := r0; r < r1; r++ {
 		for g := 0; g < groups; g++ {
 			sc := DecodeE8M0(m.Scales[r*groups+g])
 			for code := range lut {
 				lut[code] = DecodeE2M1(byte(code)) * sc
 			}
-			d := dst[r*m.In+32*g : r*m.In+32*g+32]
+			d := dst[(r-r0)*m.In+32*g : (r-r0)*m.In+32*g+32]
 			p := m.Packed[r*half+16*g : r*half+16*g+16]
 			for k, b := range p {
 				d[2*k] = lut[b&0xF]
@@ -35,7 +43,7 @@ func (m *MXFP4) Dequantize(dst []float64) error {
 			}
 		}
 	}
-	return m.checkFinite(dst)
+	return m.checkFiniteRows(r0, dst)
 }
 
 func openMXFP4(t tensors) (*MXFP4, error) {

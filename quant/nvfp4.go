@@ -25,10 +25,18 @@ func (n *NVFP4) Dequantize(dst []float64) error {
 	if err := n.checkDst(dst); err != nil {
 		return err
 	}
+	return n.DequantizeRows(0, n.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (n *NVFP4) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := n.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
 	gs := float64(n.GlobalScale)
 	half, sixteenth := n.In/2, n.In/16
 	var lut [16]float64
-	for r := 0; r < n.Out; r++ {
+	for r := r0; r < r1; r++ {
 		for g := 0; g < sixteenth; g++ {
 			eff := RoundF32(DecodeE4M3(n.Scales[r*sixteenth+g]) / gs)
 			if n.Scale2 {
@@ -37,7 +45,7 @@ func (n *NVFP4) Dequantize(dst []float64) error {
 			for code := range lut {
 				lut[code] = RoundDType(n.OutDType, RoundF32(DecodeE2M1(byte(code))*eff))
 			}
-			d := dst[r*n.In+16*g : r*n.In+16*g+16]
+			d := dst[(r-r0)*n.In+16*g : (r-r0)*n.In+16*g+16]
 			p := n.Packed[r*half+8*g : r*half+8*g+8]
 			for k, b := range p {
 				d[2*k] = lut[b&0xF]
@@ -45,7 +53,7 @@ func (n *NVFP4) Dequantize(dst []float64) error {
 			}
 		}
 	}
-	return n.checkFinite(dst)
+	return n.checkFiniteRows(r0, dst)
 }
 
 func openNVFP4(t tensors, outDType string) (*NVFP4, error) {

@@ -1,9 +1,11 @@
 package quant
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/qppl/qppl/checkpoint"
 )
@@ -142,7 +144,18 @@ func (t tensors) ints(ti checkpoint.TensorInfo) ([]int64, error) {
 	return v, nil
 }
 
+// words reads a tensor of 32-bit words (packed codes). I32 tensors are
+// viewed in place (le32), so loading a packed checkpoint leaves no copy of
+// its bytes behind for the garbage collector: the peak memory stays near
+// the packed size.
 func (t tensors) words(ti checkpoint.TensorInfo) ([]uint32, error) {
+	if ti.DType == "I32" {
+		b, err := t.raw(ti)
+		if err != nil {
+			return nil, err
+		}
+		return le32(b), nil
+	}
 	v, err := t.ints(ti)
 	if err != nil {
 		return nil, err
@@ -250,4 +263,23 @@ func (t tensors) matrix(suffix string, dtypes ...string) (ti checkpoint.TensorIn
 // decoder reads from the unused-tensor check.
 type peeker interface {
 	Peek(name string) (checkpoint.TensorInfo, bool)
+}
+
+// le32 returns b's little-endian 32-bit words: b itself seen as []uint32
+// when the machine is little-endian and b is 4-byte aligned (Go's
+// allocator aligns every buffer of 8 bytes or more), else a decoded copy.
+func le32(b []byte) []uint32 {
+	n := len(b) / 4
+	if n == 0 {
+		return []uint32{}
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%4 == 0 && binary.NativeEndian.Uint16([]byte{1, 0}) == 1 {
+		return unsafe.Slice((*uint32)(p), n)
+	}
+	w := make([]uint32, n)
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return w
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/detmath"
 	"github.com/qppl/qppl/gemm"
 	"github.com/qppl/qppl/quant"
 )
@@ -152,9 +153,9 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 	}
 	sc := backends.NewScores(w, req)
 	lo, hi := req.LogitsRange(w) // logits rows of the targets (all rows for KL at every position)
-	var base []float64
+	var base, probs []float64
 	if req.Base != nil {
-		base = make([]float64, V)
+		base, probs = make([]float64, V), make([]float64, V)
 	}
 	if lo >= hi {
 		return sc, nil
@@ -181,7 +182,7 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 		if err := req.Base.LogProbs(ki, base); err != nil {
 			return fmt.Errorf("reference: window %d: base log-probs of KL position %d: %w", w.Index, ki, err)
 		}
-		kl, err := klDiv(base, lp)
+		kl, err := klDiv(base, lp, probs)
 		if err != nil {
 			return fmt.Errorf("reference: window %d: KL position %d: %w", w.Index, ki, err)
 		}
@@ -198,18 +199,23 @@ func (b *Backend) Score(ctx context.Context, w backends.Window, req backends.Req
 }
 
 // klDiv returns KL(P‖Q) = Σ_i p_i (logp_i − logq_i), summed in index order;
-// terms with p_i = 0 contribute 0.
-func klDiv(logp, logq []float64) (float64, error) {
-	var kl float64
+// terms with p_i = 0 contribute 0. p_i = detmath.Exp(logp_i) and every
+// product is rounded on its own, so the bits are the same on every GOARCH.
+// probs is scratch of len(logp).
+func klDiv(logp, logq, probs []float64) (float64, error) {
 	for i, lp := range logp {
 		if math.IsNaN(lp) || lp > 0 {
 			return 0, fmt.Errorf("invalid base log-prob %v at id %d", lp, i)
 		}
-		p := math.Exp(lp)
+	}
+	probs = probs[:len(logp)]
+	detmath.ExpTo(probs, logp)
+	var kl float64
+	for i, p := range probs {
 		if p == 0 {
 			continue
 		}
-		kl += p * (lp - logq[i])
+		kl += float64(p * (logp[i] - logq[i])) // no fused multiply-add
 	}
 	return kl, nil
 }

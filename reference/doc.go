@@ -43,31 +43,35 @@
 // fused by the compiler), with detmath's exp/log/sincos. Results are
 // bit-identical on every run, for every number of threads, with the
 // assembly kernels or the pure-Go fallback (QPPL_NOASM=1), on amd64 and
-// arm64 (docs/reference.md; the KL divergence against a base still uses
-// math.Exp and may differ in the last bit between GOARCHes).
+// arm64, and so is the KL divergence against a base (docs/reference.md).
 //
 // # Memory
 //
 // Packed or dense Linear weights stay as package quant holds them (their
-// stored bytes). Each Linear is decoded to float64 into one reused scratch
-// buffer (the largest Linear of a layer: out·in·8 bytes) right before its
-// product and overwritten by the next one; norms and biases (a few vectors
-// per layer) are decoded once at New. The embedding is never decoded whole:
-// the window's rows are read from the checkpoint file for the input, and a
-// tied head is applied in blocks of about 16 MB of decoded rows
-// (re-read for every 128 scored positions). An untied lm_head is decoded into
-// its own V·C·8-byte buffer once per call. Activations take about
-// (4C + 2·H·D + 2·KV·D + 2I + T)·T·8 bytes plus 128·V·8 bytes of logits (the
-// head runs 128 positions at a time), plus gemm's packed copy of one
-// product's input and one 128×256 packed block of weights per thread. A
-// Backend serialises its calls.
+// stored bytes). When a Linear runs, each goroutine of the product decodes
+// the rows of its block of output columns (at most 128 rows,
+// quant.RowDequantizer) straight into the product's panels; a Linear whose
+// format cannot decode by rows is decoded whole into one reused scratch
+// buffer (the largest such Linear of a layer: out·in·8 bytes). Norms and
+// biases (a few vectors per layer) are decoded once at New. The embedding
+// is never decoded whole: the window's rows are read from the checkpoint
+// file for the input, and a tied head is applied in blocks of about 16 MB
+// of decoded rows (re-read for every 128 scored positions). An untied
+// lm_head is decoded by rows like a Linear, again for every 128 scored
+// positions (or, in a format that cannot, into its own V·C·8-byte buffer
+// once per call). Activations take about (4C + 2·H·D + 2·KV·D + 2I)·T·8
+// bytes plus 128·V·8 bytes of logits (the head runs 128 positions at a
+// time), plus gemm's packed copy of one product's input and, per thread,
+// 128·in decoded weight rows, one 128×256 packed block and a [64][T] block
+// of attention scores. A Backend serialises its calls.
 //
 // # Threads and speed
 //
 // Linear and head products are spread over Options.Threads goroutines by
-// package gemm (packed panels, a 6×8 AVX2+FMA register-blocked micro-kernel,
-// output blocks handed out dynamically); attention heads are spread the
-// same way, each head's products running on its worker's own gemm engine;
+// package gemm (packed panels, register-blocked AVX-512 / AVX2+FMA / NEON
+// micro-kernels, output blocks handed out dynamically); attention is split
+// into (head, 64-query block) tasks handed out the same way, each running
+// on its worker's own gemm engine;
 // log-softmax rows of the head run in parallel. None of this changes a bit
 // of the result. `make bench` measures a whole `qppl eval` process against
 // PyTorch float64 + OpenBLAS on the same window (README, Performance).

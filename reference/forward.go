@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/detmath"
@@ -28,7 +29,7 @@ type workspace struct {
 	moeIn    []float64      // [T][C] rows routed to one expert (MoE models only)
 	fused    []float64      // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
 	moeOut   []float64      // [T][C] that expert's output
-	scores   [][]float64    // per attention worker: [T][T] one head's scores, then probabilities
+	scores   [][]float64    // per attention worker: [attnBlock][T] one block's scores, then probabilities
 	attMul   []*gemm.Engine // per attention worker: its single-goroutine products
 	cos, sin []float64      // [T][D/2] RoPE tables
 	cosL     []float64      // [T][D/2] local RoPE tables (gemma3 sliding layers)
@@ -71,15 +72,15 @@ func (ws *workspace) ensure(m *model, T int) {
 		ws.moeIn = grow(ws.moeIn, T*d.C)
 		ws.moeOut = grow(ws.moeOut, T*d.C)
 	}
-	if len(ws.scores) != max(1, min(m.threads, d.H)) {
-		ws.scores = make([][]float64, max(1, min(m.threads, d.H)))
+	if len(ws.scores) != max(1, m.threads) {
+		ws.scores = make([][]float64, max(1, m.threads))
 		ws.attMul = make([]*gemm.Engine, len(ws.scores))
 		for i := range ws.attMul {
 			ws.attMul[i] = m.mul.Worker()
 		}
 	}
 	for i := range ws.scores {
-		ws.scores[i] = grow(ws.scores[i], T*T)
+		ws.scores[i] = grow(ws.scores[i], min(T, attnBlock)*T)
 	}
 	ws.cos = grow(ws.cos, T*d.D/2)
 	ws.sin = grow(ws.sin, T*d.D/2)
@@ -87,7 +88,7 @@ func (ws *workspace) ensure(m *model, T int) {
 		ws.cosL = grow(ws.cosL, T*d.D/2)
 		ws.sinL = grow(ws.sinL, T*d.D/2)
 	}
-	ws.w = grow(ws.w, m.scratch)
+	ws.w = grow(ws.w, m.scratchSize())
 	ws.logits = grow(ws.logits, headChunk*d.V)
 	if m.head == nil {
 		ws.wblock = grow(ws.wblock, m.vocabBlock*d.C)
@@ -243,9 +244,10 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	return nil
 }
 
-// linear computes out[T][outW] = in[T][inW] · Wᵀ (+ bias), decoding W into
-// the scratch buffer and fake-quantizing a copy of in when l prescribes
-// activation quantization.
+// linear computes out[T][outW] = in[T][inW] · Wᵀ (+ bias), decoding W block
+// by block into the product's panels (quant.RowDequantizer) or else whole
+// into the scratch buffer, and fake-quantizing a copy of in when l
+// prescribes activation quantization.
 func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float64, T, inW int, out []float64, outW int) error {
 	x := in[:T*inW]
 	if aq := l.InputQuantizer(); aq != nil {
@@ -255,11 +257,19 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 			return fmt.Errorf("reference: %s: input quantization: %w", l.Module(), err)
 		}
 	}
-	w := ws.w[:outW*inW]
-	if err := l.Dequantize(w); err != nil {
-		return fmt.Errorf("reference: %s: %w", l.Module(), err)
+	if rd, ok := l.(quant.RowDequantizer); ok && !m.wholeDecode {
+		// Decoded straight into the product's panels, a block of rows at
+		// a time: no float64 copy of the whole weight.
+		if err := m.mul.MulNTRows(T, outW, inW, x, inW, rd.DequantizeRows, out, outW); err != nil {
+			return fmt.Errorf("reference: %s: %w", l.Module(), err)
+		}
+	} else {
+		w := ws.w[:outW*inW]
+		if err := l.Dequantize(w); err != nil {
+			return fmt.Errorf("reference: %s: %w", l.Module(), err)
+		}
+		m.mul.MulNT(T, outW, inW, x, inW, w, inW, out, outW)
 	}
-	m.mul.MulNT(T, outW, inW, x, inW, w, inW, out, outW)
 	if bias != nil {
 		for t := 0; t < T; t++ {
 			row := out[t*outW : (t+1)*outW]
@@ -311,97 +321,109 @@ func rope(x, cos, sin []float64, T, heads, D int) {
 	}
 }
 
+// attnBlock is the number of query rows attention computes at once; a
+// block only computes the key columns it can see.
+const attnBlock = 64
+
 // attention computes causal grouped-query attention: for each query head h
 // (key/value head g = h/(H/KV)), att_h = softmax(q_h·k_gᵀ/sqrt(D), causal)·v_g.
-// Heads are spread over the workers (head h on worker h mod workers, each
-// with its own [T][T] score buffer); row blocks of 64 queries only compute
-// the key columns they can see. Each head's result is independent of the
-// number of workers.
+// The work is split into (head, block of attnBlock query rows) tasks that
+// the workers take dynamically, the costliest (last) blocks first; each
+// worker has its own [attnBlock][T] score buffer and products. A task's
+// result does not depend on which worker computes it.
 func (m *model) attention(ws *workspace, T, window int, scale, softcap float64) {
 	d := m.dims
-	workers := min(m.threads, d.H)
+	blocks := (T + attnBlock - 1) / attnBlock
+	tasks := d.H * blocks
+	run := func(w, t int) {
+		b, h := blocks-1-t/d.H, t%d.H
+		r0 := b * attnBlock
+		attendBlock(ws, ws.attMul[w], ws.scores[w], h, r0, min(T, r0+attnBlock), T, window, scale, softcap, d)
+	}
+	workers := min(len(ws.scores), tasks)
 	if workers <= 1 {
-		for h := 0; h < d.H; h++ {
-			attendHead(ws, ws.attMul[0], ws.scores[0][:T*T], h, T, window, scale, softcap, d)
+		for t := 0; t < tasks; t++ {
+			run(0, t)
 		}
 		return
 	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for h := w; h < d.H; h += workers {
-				attendHead(ws, ws.attMul[w], ws.scores[w][:T*T], h, T, window, scale, softcap, d)
+			for t := int(next.Add(1)) - 1; t < tasks; t = int(next.Add(1)) - 1 {
+				run(w, t)
 			}
 		}()
 	}
 	wg.Wait()
 }
 
-// attendHead computes one head of attention into ws.att using scores [T][T]
-// and the worker's products mul. Keys outside the window get probability 0
-// (as exp(-inf) would). Scores are q·k·scale (arch.Spec.AttnScale), then
+// attendBlock computes query rows [r0, r1) of head h of attention into
+// ws.att using scores (at least (r1-r0)·T values, row stride T) and the
+// worker's products mul. Keys outside the window get probability 0 (as
+// exp(-inf) would). Scores are q·k·scale (arch.Spec.AttnScale), then
 // cap·tanh(s/cap) when softcap > 0 (gemma2).
-func attendHead(ws *workspace, mul *gemm.Engine, scores []float64, h, T, window int, scale, softcap float64, d dims) {
+func attendBlock(ws *workspace, mul *gemm.Engine, scores []float64, h, r0, r1, T, window int, scale, softcap float64, d dims) {
 	hd, kvd := d.H*d.D, d.KV*d.D
 	g := h / (d.H / d.KV)
-	const rb = 64
-	for r0 := 0; r0 < T; r0 += rb {
-		r1 := min(r0+rb, T)
-		n := r1 - r0
-		s := scores[r0*T:]
-		mul.MulNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, s, T)
-		for i := r0; i < r1; i++ {
-			row := scores[i*T : i*T+r1]
-			lo := 0
-			if window > 0 {
-				lo = max(0, i-window+1)
-			}
-			for j := 0; j < lo; j++ {
-				row[j] = 0
-			}
-			mx := math.Inf(-1)
-			for j := lo; j <= i; j++ {
-				row[j] *= scale
-				if softcap > 0 {
-					row[j] = softcap * math.Tanh(row[j]/softcap)
-				}
-				mx = max(mx, row[j])
-			}
-			for j := lo; j <= i; j++ {
-				row[j] -= mx
-			}
-			detmath.ExpTo(row[lo:i+1], row[lo:i+1])
-			var sum float64
-			for _, e := range row[lo : i+1] {
-				sum += e
-			}
-			for j := lo; j <= i; j++ {
-				row[j] /= sum
-			}
-			for j := i + 1; j < r1; j++ {
-				row[j] = 0
-			}
+	n := r1 - r0
+	mul.MulNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, scores, T)
+	for i := r0; i < r1; i++ {
+		row := scores[(i-r0)*T : (i-r0)*T+r1]
+		lo := 0
+		if window > 0 {
+			lo = max(0, i-window+1)
 		}
-		mul.MulNN(n, d.D, r1, s, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
+		for j := 0; j < lo; j++ {
+			row[j] = 0
+		}
+		mx := math.Inf(-1)
+		for j := lo; j <= i; j++ {
+			row[j] *= scale
+			if softcap > 0 {
+				row[j] = softcap * math.Tanh(row[j]/softcap)
+			}
+			mx = max(mx, row[j])
+		}
+		for j := lo; j <= i; j++ {
+			row[j] -= mx
+		}
+		detmath.ExpTo(row[lo:i+1], row[lo:i+1])
+		var sum float64
+		for _, e := range row[lo : i+1] {
+			sum += e
+		}
+		for j := lo; j <= i; j++ {
+			row[j] /= sum
+		}
+		for j := i + 1; j < r1; j++ {
+			row[j] = 0
+		}
 	}
+	mul.MulNN(n, d.D, r1, scores, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
 }
 
 // headRows computes log-probabilities for positions [lo, hi) from the final
 // norm output in ws.h (fake-quantized first when an untied, quantized
 // lm_head has an input quantizer) and calls fn with each row (valid only during the
 // call). Positions go headChunk at a time; for each chunk the head weight is
-// applied in blocks of vocabBlock rows, decoded from the embedding when the
-// head is tied (so the [V][C] matrix is never held whole), or taken from the
-// untied lm_head decoded once per call.
+// applied in blocks of vocabBlock rows decoded from the embedding when the
+// head is tied, or decoded by rows into the product's panels when the untied
+// lm_head is a quant.RowDequantizer (so the [V][C] matrix is never held
+// whole); any other untied lm_head is decoded whole once per call.
 func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func(pos int, lp []float64) error) error {
 	d := m.dims
 	x := ws.h[:ws.T*d.C] // [T][C] head input
+	rowHead := m.rowHead()
 	if m.head != nil {
-		ws.head = grow(ws.head, d.V*d.C)
-		if err := m.head.Dequantize(ws.head); err != nil {
-			return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+		if rowHead == nil {
+			ws.head = grow(ws.head, d.V*d.C)
+			if err := m.head.Dequantize(ws.head); err != nil {
+				return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+			}
 		}
 		// A quantized lm_head with input_activations quantizes its input
 		// like every other Linear: a copy of all T rows, as transformers
@@ -420,7 +442,14 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 			return err
 		}
 		n := min(headChunk, hi-r0)
-		for v0 := 0; v0 < d.V; v0 += vb {
+		if rowHead != nil {
+			// Decoded by blocks of rows into the product's panels, again
+			// for every chunk of positions: no [V][C] float64 copy.
+			if err := m.mul.MulNTRows(n, d.V, d.C, x[r0*d.C:], d.C, rowHead.DequantizeRows, ws.logits, d.V); err != nil {
+				return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
+			}
+		}
+		for v0 := 0; v0 < d.V && rowHead == nil; v0 += vb {
 			v1 := min(v0+vb, d.V)
 			var w []float64
 			if m.head != nil {

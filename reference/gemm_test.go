@@ -145,8 +145,8 @@ func crossArch(t *testing.T, name string, bits []float64) {
 	t.Logf("%s on %s: same bits as %s", name, runtime.GOARCH, path)
 }
 
-// TestCrossArchBits hashes every log-prob of a synthetic window and the
-// NLLs of a tiny-wt2-mistral window; with QPPL_CROSSARCH_DIR set, runs on
+// TestCrossArchBits hashes every log-prob of a synthetic window, KL
+// divergences between its positions, and the NLLs of a tiny-wt2-mistral window; with QPPL_CROSSARCH_DIR set, runs on
 // different GOARCHes must produce the same hashes (make arm64-check runs
 // the amd64 binary, then the arm64 one under qemu).
 func TestCrossArchBits(t *testing.T) {
@@ -176,10 +176,21 @@ func TestCrossArchBits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all []float64
-	for _, row := range allLogProbs(t, b, randomTokens(100, cfg.VocabSize, 6)) {
+	rows := allLogProbs(t, b, randomTokens(100, cfg.VocabSize, 6))
+	for _, row := range rows {
 		all = append(all, row...)
 	}
 	crossArch(t, "synthetic-qwen3-logprobs", all)
+	// KL divergence as Score computes it against a base store: each
+	// position's distribution against the next one's.
+	kls := make([]float64, len(rows)-1)
+	probs := make([]float64, cfg.VocabSize)
+	for i := range kls {
+		if kls[i], err = klDiv(rows[i], rows[i+1], probs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crossArch(t, "synthetic-qwen3-kl", kls)
 
 	dir := sharedPath("models", "tiny-wt2-mistral")
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {

@@ -1,10 +1,12 @@
 package reference
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
@@ -92,6 +94,7 @@ func TestQuantizedSchemes(t *testing.T) {
 			if d, p, v := maxAbsDiff(got, want); d > 1e-10 {
 				t.Errorf("max |reference - oracle| = %g at pos %d id %d", d, p, v)
 			}
+			checkRowDecode(t, b, got, toks)
 			// Not vacuous: quantization changes the model, and activation
 			// quantization changes it beyond weight-only decoding.
 			if d, _, _ := maxAbsDiff(got, dense); d < 1e-6 {
@@ -144,5 +147,59 @@ func TestQuantizedEveryArch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkRowDecode: every Linear that decodes by rows gives Dequantize's
+// bits for several row ranges, and the forward pass that decodes Linears
+// by rows into the product's panels (got) equals, bit for bit, the one
+// that decodes every Linear whole into the scratch buffer.
+func checkRowDecode(t *testing.T, b *Backend, got [][]float64, toks []int32) {
+	t.Helper()
+	lins := []quant.Linear{b.m.head}
+	for _, l := range b.m.layers {
+		lins = append(lins, l.lin[:]...)
+		for _, e := range l.experts {
+			lins = append(lins, e[:]...)
+		}
+	}
+	rowLinears := 0
+	for _, l := range lins {
+		rd, ok := l.(quant.RowDequantizer)
+		if l == nil || !ok {
+			continue
+		}
+		rowLinears++
+		out, in := l.Shape()
+		whole := make([]float64, out*in)
+		if err := l.Dequantize(whole); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range [][2]int{{0, out}, {1, min(out, 3)}, {out - 1, out}, {out / 2, out / 2}, {out / 3, out - 2}} {
+			part := make([]float64, (r[1]-r[0])*in)
+			if err := rd.DequantizeRows(r[0], r[1], part); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range part {
+				if math.Float64bits(v) != math.Float64bits(whole[r[0]*in+i]) {
+					t.Fatalf("%s rows [%d, %d): element %d = %v, Dequantize %v", l.Module(), r[0], r[1], i, v, whole[r[0]*in+i])
+				}
+			}
+		}
+		if err := rd.DequantizeRows(out-1, out+1, make([]float64, 2*in)); err == nil {
+			t.Fatalf("%s: rows past the end accepted", l.Module())
+		}
+	}
+	t.Logf("%d of the Linears decode by rows (%s)", rowLinears, b.m.layers[0].lin[arch.ProjQ].Format())
+	b.m.wholeDecode = true
+	b.ws = workspace{}
+	defer func() { b.m.wholeDecode, b.ws = false, workspace{} }()
+	whole := allLogProbs(t, b, toks)
+	for i := range got {
+		for j := range got[i] {
+			if math.Float64bits(got[i][j]) != math.Float64bits(whole[i][j]) {
+				t.Fatalf("log-prob [%d][%d]: %v decoding by rows, %v decoding whole", i, j, got[i][j], whole[i][j])
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/detmath"
 )
 
 // rowsBase serves base log-probs from memory: KL position i is rows[i+off].
@@ -37,11 +38,13 @@ func TestScoreConsistency(t *testing.T) {
 	// Give the base a few exact zeros: p = 0 terms must contribute 0.
 	lp[10][3], lp[10][4] = math.Inf(-1), math.Inf(-1)
 	lp[70][0] = math.Inf(-1)
+	// The KL specification: p = detmath.Exp (the same bits on every
+	// GOARCH), terms summed in index order with rounded products.
 	kl := func(a, b []float64) float64 {
 		var s float64
 		for i := range a {
-			if pa := math.Exp(a[i]); pa > 0 {
-				s += pa * (a[i] - b[i])
+			if pa := detmath.Exp(a[i]); pa > 0 {
+				s += float64(pa * (a[i] - b[i]))
 			}
 		}
 		return s

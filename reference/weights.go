@@ -160,8 +160,13 @@ type model struct {
 	norm         []float64 // [C]
 	head         quant.Linear
 	layers       []layerWeights
-	scratch      int // largest Linear of a layer, out·in
-	spec         *arch.Spec
+	// scratch is out·in of the largest Linear of a layer that is not a
+	// quant.RowDequantizer (decoded whole); maxLinear of any.
+	scratch, maxLinear int
+	// wholeDecode makes every Linear decode whole into the scratch buffer,
+	// as before MulNTRows (tests compare the two paths bit for bit).
+	wholeDecode bool
+	spec        *arch.Spec
 	// vocabBlock is the number of head rows per Dgemm (see headRows).
 	vocabBlock int
 	// threads is the number of goroutines of the products and attention.
@@ -281,7 +286,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			if *dst, err = lin(al); err != nil {
 				return nil, err
 			}
-			m.scratch = max(m.scratch, al.Out*al.In)
+			m.noteLinear(*dst, al.Out*al.In)
 			if b := names.Bias(al.Proj); b != "" {
 				if l.bias[al.Proj], err = vec(b, al.Out); err != nil {
 					return nil, err
@@ -306,4 +311,29 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		}
 	}
 	return m, nil
+}
+
+// noteLinear sizes the scratch buffer for a layer Linear of size out·in.
+func (m *model) noteLinear(l quant.Linear, size int) {
+	m.maxLinear = max(m.maxLinear, size)
+	if _, ok := l.(quant.RowDequantizer); !ok {
+		m.scratch = max(m.scratch, size)
+	}
+}
+
+// scratchSize is the length of the whole-Linear scratch buffer.
+func (m *model) scratchSize() int {
+	if m.wholeDecode {
+		return m.maxLinear
+	}
+	return m.scratch
+}
+
+// rowHead returns the untied lm_head as a RowDequantizer, or nil when it
+// is tied, cannot decode by rows, or wholeDecode is set.
+func (m *model) rowHead() quant.RowDequantizer {
+	if rd, ok := m.head.(quant.RowDequantizer); ok && m.head != nil && !m.wholeDecode {
+		return rd
+	}
+	return nil
 }

@@ -6,6 +6,13 @@
 // `go test -bench`-style result lines (ratio torch/qppl, tokens/s, GFLOP/s,
 // % of the machine's float64 peak, peak RSS) that mk/bench.mk tabulates.
 //
+// Core scaling: each repeat also runs `qppl eval` with GOMAXPROCS=1, right
+// after the run on all the cores the benchmark may use (N), and reports the
+// forward pass's speed-up t(1)/t(N) (the eval JSON's timing: forward, head
+// and scoring, model load excluded) and its efficiency speed-up/N (goal ≥
+// 0.8). Both come from the same repeats, interleaved, so they see the same
+// machine load; on a shared machine they are still only indicative.
+//
 // The ratio follows ../shared/bench/README.md: torch's forward time (median
 // of its timed runs, model load and warm-up excluded) over qppl's whole
 // process (start-up, load, tokens, forward, head, report). Each repeat runs
@@ -55,7 +62,7 @@ func main() {
 	shared := flag.String("shared", "../shared", "the shared data folder (bench/ holds the PyTorch anchor)")
 	dir := flag.String("dir", "", "folder caching the generated models (default: a temporary folder)")
 	names := flag.String("shapes", "smollm2,llama1b", "comma-separated: smollm2, llama1b")
-	repeats := flag.Int("repeats", 2, "interleaved torch/qppl pairs per shape")
+	repeats := flag.Int("repeats", 2, "interleaved torch/qppl(N threads)/qppl(1 thread) rounds per shape")
 	threads := flag.Int("threads", 2, "threads for torch (qppl uses GOMAXPROCS)")
 	n := flag.Int("n", 512, "window length")
 	flag.Parse()
@@ -102,7 +109,7 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 		if sh.torch && !torchOK {
 			fmt.Printf("# %s: PyTorch anchor skipped: /usr/bin/python3 cannot import torch and numpy (apt-get install -y python3-torch python3-numpy)\n", sh.name)
 		}
-		var tq, tt, ratios, qcpu, tcpu, rss []float64
+		var tq, tt, ratios, qcpu, tcpu, rss, fwdN, fwd1, qcpu1 []float64
 		for r := 0; r < repeats; r++ {
 			load0 := loadavg()
 			if doTorch {
@@ -112,12 +119,18 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 				}
 				tt, tcpu = append(tt, fwd), append(tcpu, cpu)
 			}
-			wall, cpu, maxrss, err := runQppl(qppl, model, toks, n)
+			wall, cpu, maxrss, fwd, err := runQppl(qppl, dir, model, toks, n, 0)
 			if err != nil {
 				return err
 			}
-			tq, qcpu, rss = append(tq, wall), append(qcpu, cpu), append(rss, maxrss)
-			line := fmt.Sprintf("# %s repeat %d: qppl eval %.2f s wall, %.2f CPU-s, peak RSS %.0f MB", sh.name, r+1, wall, cpu, maxrss)
+			tq, qcpu, rss, fwdN = append(tq, wall), append(qcpu, cpu), append(rss, maxrss), append(fwdN, fwd)
+			_, cpu1, _, fwd1r, err := runQppl(qppl, dir, model, toks, n, 1)
+			if err != nil {
+				return err
+			}
+			fwd1, qcpu1 = append(fwd1, fwd1r), append(qcpu1, cpu1)
+			line := fmt.Sprintf("# %s repeat %d: qppl eval %.2f s wall, %.2f CPU-s, peak RSS %.0f MB; forward %.2f s on %d threads, %.2f s on 1 (×%.2f)",
+				sh.name, r+1, wall, cpu, maxrss, fwd, peak.Cores, fwd1r, fwd1r/fwd)
 			if doTorch {
 				ratios = append(ratios, tt[r]/wall)
 				line += fmt.Sprintf("; torch forward %.2f s (process %.2f CPU-s); ratio %.2f", tt[r], tcpu[r], tt[r]/wall)
@@ -136,10 +149,19 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 			line += fmt.Sprintf(" %.2f x_torch", median(ratios))
 		}
 		fmt.Println(line)
+		speedups := make([]float64, len(fwd1))
+		for i := range fwd1 {
+			speedups[i] = fwd1[i] / fwdN[i]
+		}
+		sp := median(speedups)
+		fmt.Printf("%s/qppl_forward_scaling 1 %.0f ns/op %.2f fwd_s_1thread %.2f fwd_s_%dthreads %.2f speedup_%dthreads %.2f per_core_efficiency %.2f process_cpu_s_1thread %.2f process_cpu_s\n",
+			bench, median(fwdN)*1e9, median(fwd1), median(fwdN), peak.Cores, sp, peak.Cores, sp/float64(peak.Cores), median(qcpu1), median(qcpu))
 	}
 	fmt.Println("# x_torch = torch float64 forward seconds / qppl whole-process seconds (median of interleaved pairs; > 1: qppl faster).")
 	fmt.Println("# process_cpu_s: CPU-seconds of the whole process (torch's runs the forward twice: warm-up and timed). Wall times and")
 	fmt.Println("# x_torch vary with the machine's load: compare runs on a quiet machine.")
+	fmt.Println("# speedup_N = forward seconds with GOMAXPROCS=1 / with N (median of interleaved pairs); per_core_efficiency = speedup/N (goal ≥ 0.8).")
+	fmt.Println("# On a loaded machine the scheduler shares cores per thread, so speedup_N says little there; compare the process CPU-seconds.")
 	return nil
 }
 
@@ -246,22 +268,43 @@ func runTorch(shared, dir, model, toks string, n, threads int) (float64, float64
 	return r.Median, cpuOf(cmd.ProcessState), nil
 }
 
-// runQppl times one whole `qppl eval` process on the window.
-func runQppl(qppl, model, toks string, n int) (wall, cpu, maxrssMB float64, err error) {
+// runQppl times one whole `qppl eval` process on the window (with
+// GOMAXPROCS=procs when procs > 0) and returns also its forward seconds
+// (the JSON's timing).
+func runQppl(qppl, dir, model, toks string, n, procs int) (wall, cpu, maxrssMB, fwd float64, err error) {
+	js := filepath.Join(dir, "qppl-eval.json")
 	cmd := exec.Command(qppl, "eval", "--model", model, "--tokens", toks, "--ctx", fmt.Sprint(n),
-		"--stride", fmt.Sprint(n), "--rows", "1", "--backend", "reference")
+		"--stride", fmt.Sprint(n), "--rows", "1", "--backend", "reference", "--json", js)
+	if procs > 0 {
+		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs))
+	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	t0 := time.Now()
 	if err := cmd.Run(); err != nil {
-		return 0, 0, 0, fmt.Errorf("qppl eval: %v\n%s", err, stderr.String())
+		return 0, 0, 0, 0, fmt.Errorf("qppl eval: %v\n%s", err, stderr.String())
 	}
 	wall = time.Since(t0).Seconds()
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return 0, 0, 0, errors.New("no rusage for qppl eval")
+		return 0, 0, 0, 0, errors.New("no rusage for qppl eval")
 	}
-	return wall, cpuOf(cmd.ProcessState), float64(ru.Maxrss) / 1024, nil
+	b, err := os.ReadFile(js)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	var out struct {
+		Timing *struct {
+			Seconds float64 `json:"seconds"`
+		} `json:"timing"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("%s: %w", js, err)
+	}
+	if out.Timing == nil || !(out.Timing.Seconds > 0) {
+		return 0, 0, 0, 0, fmt.Errorf("%s: no timing", js)
+	}
+	return wall, cpuOf(cmd.ProcessState), float64(ru.Maxrss) / 1024, out.Timing.Seconds, nil
 }
 
 func cpuOf(ps *os.ProcessState) float64 { return (ps.UserTime() + ps.SystemTime()).Seconds() }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/fixtures"
@@ -52,6 +53,16 @@ func TestSchemesAgainstReference(t *testing.T) {
 	for _, a := range archs {
 		for _, sc := range quantizer.Schemes() {
 			dir := writeQuantized(t, a, sc, false)
+			if sc == "BNB-INT8" { // LLM.int8's input decomposition has no kernel yet: refused by name
+				b, err := New(openModel(t, dir), emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: "fp32", MaxTokens: 64})
+				if err == nil {
+					b.Close()
+				}
+				if err == nil || !strings.Contains(err.Error(), "LLM.int8") {
+					t.Errorf("%s %s: want the LLM.int8 refusal, got %v", a, sc, err)
+				}
+				continue
+			}
 			maxd, meand, _ := compareWithReference(t, dir, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: "fp32", MaxTokens: 64}, testTokens(64, 256, 9))
 			tol, tolMean := 1e-4, 2e-5
 			if actSchemes[sc] {
@@ -69,7 +80,8 @@ func TestSchemesAgainstReference(t *testing.T) {
 // fixture has several groups (and act-order permutes across them).
 func groupSize(scheme string) int {
 	switch scheme {
-	case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG":
+	case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG",
+		"AUTOROUND-GPTQ", "AUTOROUND-AWQ", "AUTOROUND":
 		return 32
 	}
 	return 0

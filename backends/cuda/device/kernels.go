@@ -73,6 +73,8 @@ func Kernels() map[string]KernelInfo {
 		"dq_mxfp4":   {"piiipp", "dq_mxfp4"},
 		"dq_gptq":    {"piiipppipii", "dq_gptq"},
 		"dq_awq":     {"piiipppii", "dq_awq"},
+		"dq_bnb4":    {"piiipppppfiiiii", "dq_bnb"},
+		"dq_bnb8":    {"piiipp", "dq_bnb"},
 		KDqGGML:      {"piiipip", "ggml"},
 		// gemma.cu
 		KScale:          {"pif", "gemma"},

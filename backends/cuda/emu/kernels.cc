@@ -17,6 +17,7 @@
 #include "k_dq_ctint.h"
 #include "k_dq_fp8.h"
 #include "k_dq_nvfp4.h"
+#include "k_dq_bnb.h"
 #include "k_dq_mxfp4.h"
 #include "k_dq_gptq.h"
 #include "k_dq_awq.h"
@@ -62,7 +63,7 @@ static const EmuKernel table[] = {
     K(act_quant, 1),  K(kv_quant, 0),
     // one line per dequantization kernel file (kernels/dq_*.cu)
     K(dq_dense, 0),   K(dq_ct_pack, 0),   K(dq_int8, 0),      K(dq_fp8, 0),       K(dq_nvfp4, 0),
-    K(dq_mxfp4, 0),   K(dq_gptq, 0),      K(dq_awq, 0),
+    K(dq_mxfp4, 0),   K(dq_gptq, 0),      K(dq_awq, 0),       K(dq_bnb4, 0),      K(dq_bnb8, 0),
     K(dq_ggml, 0),
     K(attn_prep, 0),  K(attn_softmax, 1), K(log_softmax_rows, 1), K(split_qkv, 0), K(silu_mul_cat, 0),
     // gemma.cu

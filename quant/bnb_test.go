@@ -117,3 +117,28 @@ func TestBNBErrors(t *testing.T) {
 		t.Errorf("dense: %v", err)
 	}
 }
+
+// TestAutoRoundWorkedExample is docs/formats/autoround.md's example: the
+// same GPTQ bytes decode with z = stored + 1 under auto_round:auto_gptq and
+// z = stored under the native auto_round packing.
+func TestAutoRoundWorkedExample(t *testing.T) {
+	qw := make([]uint32, 8) // [in/8=1][out=8]
+	qw[0] = 0x76543210
+	src := func() *memSrc {
+		return newMem().add("m.qweight", "I32", []int{1, 8}, i32s(qw...)).
+			add("m.qzeros", "I32", []int{1, 1}, i32s(0x00000087)).
+			add("m.scales", "F16", []int{1, 8}, floats("F16", 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5))
+	}
+	for _, c := range []struct {
+		pf string
+		z  float64
+	}{{"auto_round:auto_gptq", 8}, {"auto_round", 7}} {
+		s := mustScheme(t, `{"quant_method": "auto-round", "bits": 4, "group_size": 128, "sym": false, "data_type": "int", "packing_format": "`+c.pf+`"}`)
+		_, w := decode(t, s, src(), "m")
+		for i := 0; i < 8; i++ { // column 0: W[0, i], row-major [out][in]
+			if w[i] != 0.5*(float64(i)-c.z) {
+				t.Fatalf("%s: W[0,%d] = %v, want %v", c.pf, i, w[i], 0.5*(float64(i)-c.z))
+			}
+		}
+	}
+}

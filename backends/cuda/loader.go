@@ -147,6 +147,9 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err erro
 		if !h.direct {
 			scratch = max(scratch, int64(h.out*h.in*ld.gemmDT.Size()))
 		}
+		if h.act != nil && h.act.kind == device.AQLLMInt8 {
+			scratch = max(scratch, int64(4*h.in)) // LLM.int8's column flags (forward.go)
+		}
 	}
 	for g, idx := range fuseGroups() {
 		grp := make([]*hostLinear, len(idx))

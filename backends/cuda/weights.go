@@ -92,6 +92,7 @@ func f64ToF32Bytes(x []float64) []byte {
 type actParams struct {
 	kind, gsize, dynamic, sym int32
 	scale, zp, gscale         float32
+	threshold                 float32 // AQLLMInt8: the outlier threshold
 }
 
 func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
@@ -123,7 +124,8 @@ func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
 			return nil, fmt.Errorf("cuda: %s: MXFP4 activations need dynamic symmetric groups of 32 (have %s, group %d)", module, q.Strategy, q.GroupSize)
 		}
 	case quant.ActLLMInt8:
-		return nil, fmt.Errorf("cuda: %s: bitsandbytes LLM.int8 input decomposition (outlier columns) has no kernel yet; use --backend reference", module)
+		p.kind, p.threshold = device.AQLLMInt8, float32(q.Threshold)
+		return p, nil
 	case quant.ActFP4:
 		p.kind = device.AQNVFP4
 		if q.Strategy != "tensor_group" && q.Strategy != "group" || q.GroupSize != 16 || !q.Dynamic || !q.Symmetric {

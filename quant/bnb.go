@@ -169,7 +169,8 @@ func (q *BNB4) BlockAbsmax(b int) float32 {
 	if !q.Nested {
 		return q.Absmax[b]
 	}
-	return q.NestedCode[q.QAbsmax[b]]*q.NestedAbsmax[b/q.NestedBlockSize] + q.Offset
+	// the explicit conversion rounds the product (no fused multiply-add)
+	return float32(q.NestedCode[q.QAbsmax[b]]*q.NestedAbsmax[b/q.NestedBlockSize]) + q.Offset
 }
 
 // Dequantize implements Linear.

@@ -6,6 +6,20 @@
 // for the dtype helpers.
 #include "common.cuh"
 
+// bnb_mul is a product rounded to fp32 that no compiler may fuse with the
+// add consuming it (bitsandbytes stores the nested product before adding
+// the offset): nvcc __fmul_rn; the emulator launders it through memory, as
+// host compilers may contract a*b+c.
+#ifdef QPPL_EMU
+static inline float bnb_mul(float a, float b) {
+	float r = a * b;
+	__asm__ volatile("" : "+m"(r));
+	return r;
+}
+#else
+#define bnb_mul(a, b) __fmul_rn((a), (b))
+#endif
+
 // dq_bnb4: the weight flattened row-major, element i in byte i/2 (even i:
 // high nibble); code[16] the f32 table; block b = i / blocksize.
 //   absmax_b = nested ? f32(f32(code2[qabs[b]] * absmax[b / nblock2]) + offset) : absmax[b]
@@ -19,7 +33,7 @@ EXTERN_C __global__ void dq_bnb4(void *out, int gemmDT, int N, int K, const unsi
 	long long n = (long long)N * K;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long b = i / blocksize;
-		float am = nested ? code2[qabs[b]] * absmax[b / nblock2] + offset : absmax[b];
+		float am = nested ? bnb_mul(code2[qabs[b]], absmax[b / nblock2]) + offset : absmax[b];
 		unsigned byte = packed[i / 2];
 		unsigned q = (i & 1) ? byte & 15u : byte >> 4;
 		st_dt(out, i, round_dt(round_dt(code[q] * am, rdt), cdt), gemmDT);

@@ -43,10 +43,10 @@ func parseAutoRound(s *Scheme, top map[string]json.RawMessage) error {
 		c.Layout = "gptq-native"
 	case strings.Contains(pf, "gptq"):
 		c.Layout = "gptq"
-	case pf == "auto_round" || pf == "auto_round:torch" || pf == "auto_round:triton":
+	case pf == "auto_round" || nativeKernel(pf):
 		c.Layout = "gptq-native"
 	default:
-		return fmt.Errorf("auto-round packing_format %q is not evaluated by qppl yet (auto_round, auto_round:auto_gptq, auto_round:gptqmodel, auto_round:auto_awq); nothing was computed", c.PackingFormat)
+		return fmt.Errorf("auto-round packing_format %q is not evaluated by qppl yet (auto_round and its kernel-named variants such as auto_round:exllamav2, auto_round:auto_gptq, auto_round:gptqmodel, auto_round:auto_awq); nothing was computed", c.PackingFormat)
 	}
 	dt, err := str(top, "data_type", "int")
 	if err != nil {
@@ -93,6 +93,23 @@ func parseAutoRound(s *Scheme, top map[string]json.RawMessage) error {
 	}
 	s.GPTQ = &GPTQConfig{Bits: c.Bits, GroupSize: c.GroupSize, Sym: c.Sym, V2: c.Layout == "gptq-native"}
 	return nil
+}
+
+// nativeKernel reports the older native packings named after an inference
+// kernel (auto-round v0.3-v0.4 wrote auto_round:exllamav2 or
+// auto_round:triton for asymmetric models, packed by
+// auto_round_extension/cuda/qlinear_triton.py with the zero points as they
+// are).
+func nativeKernel(pf string) bool {
+	k, ok := strings.CutPrefix(pf, "auto_round:")
+	if !ok {
+		return false
+	}
+	switch k {
+	case "exllamav2", "triton", "tritonv2", "torch", "marlin", "qbits", "ipex":
+		return true
+	}
+	return false
 }
 
 // checkExtraConfig accepts per-layer overrides that keep a layer in 16 bits

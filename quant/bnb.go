@@ -447,11 +447,7 @@ func openBNB8(t tensors, c *BNBConfig) (*BNB8, error) {
 		q.Codes[i] = int8(b)
 	}
 	q.Base = Base{Out: out, In: in, FileName: wti.File, Fmt: "bnb-int8"}
-	if c.Threshold > 0 {
-		q.Act = &ActQuant{Kind: ActLLMInt8, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: true, Threshold: c.Threshold}
-	} else {
-		q.Act = &ActQuant{Kind: ActLLMInt8, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: true}
-	}
+	q.Act = &ActQuant{Kind: ActLLMInt8, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: true, Threshold: c.Threshold}
 	q.Fmt += "+" + q.Act.describe()
 	q.Name, q.Bytes = t.module, bnbBytes(t)
 	return q, nil

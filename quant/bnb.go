@@ -325,8 +325,8 @@ func openBNB4(s *Scheme, t tensors, c *BNBConfig) (*BNB4, error) {
 			return nil, t.errf(qti, "nested_blocksize and nested_offset are required with weight.nested_absmax")
 		}
 		q.NestedBlockSize = *qs.NestedBlockSize
-		if q.NestedBlockSize <= 0 || q.NestedBlockSize > 1<<20 {
-			return nil, t.errf(qti, "nested_blocksize %d", q.NestedBlockSize)
+		if nb := q.NestedBlockSize; nb < 64 || nb > 4096 || nb&(nb-1) != 0 {
+			return nil, t.errf(qti, "nested_blocksize %d: want a power of two in 64..4096 (quantize_blockwise's sizes)", nb)
 		}
 		if qs.NestedDType != "float32" {
 			return nil, t.errf(qti, "nested_dtype %q, want float32", qs.NestedDType)

@@ -20,34 +20,51 @@ func prepareBNB4(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	if !ok1 || !ok2 {
 		return true, fmt.Errorf("cuda: %s: bitsandbytes dtypes %s/%s", h.module, q.OutDType, q.ComputeDType)
 	}
+	lbs, ok := log2(q.BlockSize)
+	if !ok || q.BlockSize < dqV {
+		return true, fmt.Errorf("cuda: %s: bitsandbytes blocksize %d is not a power of two >= %d", h.module, q.BlockSize, dqV)
+	}
 	N, K := int32(h.out), int32(h.in)
-	bs, offset := int32(q.BlockSize), q.Offset
+	offset := q.Offset
 	if q.Nested {
+		lnb2, ok := log2(q.NestedBlockSize)
+		if !ok {
+			return true, fmt.Errorf("cuda: %s: bitsandbytes nested_blocksize %d is not a power of two", h.module, q.NestedBlockSize)
+		}
 		h.bufs = [][]byte{q.Packed, f32Bytes(q.Code[:]), f32Bytes(q.NestedAbsmax), q.QAbsmax, f32Bytes(q.NestedCode)}
-		nb2 := int32(q.NestedBlockSize)
 		h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
-			return launchDqBNB4(d, dst, gemmDT, N, K, p[0], p[1], p[2], p[3], p[4], offset, 1, bs, nb2, rdt, cdt)
+			return launchDqBNB4(d, dst, gemmDT, N, K, p[0], p[1], p[2], p[3], p[4], offset, 1, lbs, lnb2, rdt, cdt)
 		}
 		return true, nil
 	}
 	h.bufs = [][]byte{q.Packed, f32Bytes(q.Code[:]), f32Bytes(q.Absmax)}
 	h.launch = func(d device.Device, p []device.Ptr, dst device.Ptr, gemmDT device.DType) error {
-		return launchDqBNB4(d, dst, gemmDT, N, K, p[0], p[1], p[2], p[0], p[1], 0, 0, bs, 1, rdt, cdt)
+		return launchDqBNB4(d, dst, gemmDT, N, K, p[0], p[1], p[2], p[0], p[1], 0, 0, lbs, 0, rdt, cdt)
 	}
 	return true, nil
 }
 
-// launchDqBNB4 decodes bitsandbytes 4-bit codes with per-blocksize absmax
-// (nested: qabs codes into code2 times absmax per nblock2 blocks plus
-// offset), rounded to rdt and then cdt.
-func launchDqBNB4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, code, absmax, qabs, code2 device.Ptr, offset float32, nested, blocksize, nblock2 int32, rdt, cdt device.DType) error {
-	g, b := device.GridStride(int(N) * int(K))
-	return d.Launch("dq_bnb4", g, b, 0, out, int32(gemmDT), N, K, packed, code, absmax, qabs, code2, offset, nested, blocksize, nblock2, int32(rdt), int32(cdt))
+// log2 returns k with 1<<k == n.
+func log2(n int) (int32, bool) {
+	for k := int32(0); k < 31; k++ {
+		if 1<<k == n {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// launchDqBNB4 decodes bitsandbytes 4-bit codes with absmax per 2^lbs
+// values (nested: qabs codes into code2 times absmax per 2^lnb2 blocks plus
+// offset), rounded to rdt and then cdt, in the row-major geometry.
+func launchDqBNB4(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, packed, code, absmax, qabs, code2 device.Ptr, offset float32, nested, lbs, lnb2 int32, rdt, cdt device.DType) error {
+	g, b := dqRowGrid(int(N), int(K))
+	return d.Launch("dq_bnb4", g, b, 0, out, int32(gemmDT), N, K, packed, code, absmax, qabs, code2, offset, nested, lbs, lnb2, int32(rdt), int32(cdt))
 }
 
 // prepareBNB8 uploads an LLM.int8 weight (I8 codes, F32 SCB), decoded by
-// dq_bnb8 (kernels/dq_bnb.cu). Its LLM.int8 input decomposition has no
-// kernel yet: newActParams refuses it.
+// dq_bnb8 (kernels/dq_bnb.cu); its LLM.int8 input decomposition is
+// kernels/llmint8.cu (forward.go's linearInput).
 func prepareBNB8(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 	q, ok := l.(*quant.BNB8)
 	if !ok {
@@ -70,8 +87,8 @@ func prepareBNB8(l quant.Linear, h *hostLinear, _ device.DType) (bool, error) {
 }
 
 // launchDqBNB8 decodes LLM.int8 codes [N][K] with row scales scb[N]:
-// q·scb/127.
+// q·scb/127, in the row-major geometry.
 func launchDqBNB8(d device.Device, out device.Ptr, gemmDT device.DType, N, K int32, q, scb device.Ptr) error {
-	g, b := device.GridStride(int(N) * int(K))
+	g, b := dqRowGrid(int(N), int(K))
 	return d.Launch("dq_bnb8", g, b, 0, out, int32(gemmDT), N, K, q, scb)
 }

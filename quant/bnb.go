@@ -178,24 +178,32 @@ func (q *BNB4) Dequantize(dst []float64) error {
 	if err := q.checkDst(dst); err != nil {
 		return err
 	}
-	n := q.Out * q.In
-	for b := 0; b*q.BlockSize < n; b++ {
+	return q.DequantizeRows(0, q.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer: elements r0·In … r1·In of the
+// flattened weight, block by block (a block may cross rows).
+func (q *BNB4) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := q.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
+	lo, hi := r0*q.In, r1*q.In
+	for b := lo / q.BlockSize; b*q.BlockSize < hi; b++ {
 		am := q.BlockAbsmax(b)
 		var lut [16]float64
 		for c := range lut {
 			lut[c] = RoundDType(q.ComputeDType, RoundDType(q.OutDType, float64(q.Code[c]*am)))
 		}
-		end := min(n, (b+1)*q.BlockSize)
-		for i := b * q.BlockSize; i < end; i++ {
+		for i := max(lo, b*q.BlockSize); i < min(hi, (b+1)*q.BlockSize); i++ {
 			by := q.Packed[i/2]
 			if i%2 == 0 {
-				dst[i] = lut[by>>4]
+				dst[i-lo] = lut[by>>4]
 			} else {
-				dst[i] = lut[by&15]
+				dst[i-lo] = lut[by&15]
 			}
 		}
 	}
-	return q.checkFinite(dst)
+	return q.checkFiniteRows(r0, dst)
 }
 
 // bnbQuantState is the JSON of weight.quant_state.bitsandbytes__<type>
@@ -388,13 +396,22 @@ func (q *BNB8) Dequantize(dst []float64) error {
 	if err := q.checkDst(dst); err != nil {
 		return err
 	}
-	for o := 0; o < q.Out; o++ {
+	return q.DequantizeRows(0, q.Out, dst)
+}
+
+// DequantizeRows implements RowDequantizer.
+func (q *BNB8) DequantizeRows(r0, r1 int, dst []float64) error {
+	if err := q.checkRows(r0, r1, dst); err != nil {
+		return err
+	}
+	for o := r0; o < r1; o++ {
 		s := q.SCB[o]
-		for i := 0; i < q.In; i++ {
-			dst[o*q.In+i] = float64(q.Codes[o*q.In+i]) * s / 127
+		d := dst[(o-r0)*q.In : (o-r0+1)*q.In]
+		for i, c := range q.Codes[o*q.In : (o+1)*q.In] {
+			d[i] = float64(c) * s / 127
 		}
 	}
-	return q.checkFinite(dst)
+	return q.checkFiniteRows(r0, dst)
 }
 
 func openBNB8(t tensors, c *BNBConfig) (*BNB8, error) {

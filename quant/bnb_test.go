@@ -142,3 +142,31 @@ func TestAutoRoundWorkedExample(t *testing.T) {
 		}
 	}
 }
+
+// TestBNB4RowsAcrossBlocks: with in = 37 and blocksize 32 the absmax blocks
+// cross rows; every row range decodes to Dequantize's bits.
+func TestBNB4RowsAcrossBlocks(t *testing.T) {
+	out, in, bs := 5, 37, 32
+	n := out * in
+	q := &BNB4{Base: Base{Name: "m", Out: out, In: in}, Code: BNB4Code("fp4"), BlockSize: bs, OutDType: "F16", ComputeDType: "BF16",
+		Packed: make([]byte, (n+1)/2), Absmax: make([]float32, (n+bs-1)/bs)}
+	for i := range q.Packed {
+		q.Packed[i] = byte(i*37 + 11)
+	}
+	for i := range q.Absmax {
+		q.Absmax[i] = float32(i+1) * 0.37
+	}
+	whole := make([]float64, n)
+	if err := q.Dequantize(whole); err != nil {
+		t.Fatal(err)
+	}
+	for r0 := 0; r0 <= out; r0++ {
+		for r1 := r0; r1 <= out; r1++ {
+			part := make([]float64, (r1-r0)*in)
+			if err := q.DequantizeRows(r0, r1, part); err != nil {
+				t.Fatal(err)
+			}
+			sameBits(t, "rows", part, whole[r0*in:r1*in])
+		}
+	}
+}

@@ -19,6 +19,10 @@ const (
 	// ActMXFP4 is MXFP4: E2M1 codes, one power-of-two (E8M0) scale per 32
 	// (MXScale).
 	ActMXFP4 = "mxfp4"
+	// ActLLMInt8 is bitsandbytes' LLM.int8 input side: outlier columns
+	// (|x| >= Threshold in some row) kept, the rest int8 per row with
+	// s = amax/127 (bnb.go).
+	ActLLMInt8 = "llm-int8"
 )
 
 // ActQuant is the run-time input quantizer of formats.md §8.2 (the
@@ -44,6 +48,7 @@ type ActQuant struct {
 	Scale       float64 // static input_scale (as stored)
 	ZeroPoint   float64 // static input_zero_point (asym int)
 	GlobalScale float64 // fp4: input_global_scale (F32 value), a divisor of the local scale
+	Threshold   float64 // llm-int8: outlier threshold (0: no outlier columns)
 }
 
 // grid returns qmin, qmax and D = (qmax-qmin)/2.
@@ -61,6 +66,11 @@ func (a *ActQuant) grid() (qmin, qmax, d float64) {
 
 func (a *ActQuant) describe() string {
 	switch a.Kind {
+	case ActLLMInt8:
+		if a.Threshold > 0 {
+			return "a-llm-int8-t" + formatThreshold(a.Threshold)
+		}
+		return "a-int8-row127"
 	case ActFP4:
 		return "a-nvfp4"
 	case ActMXFP4:
@@ -90,6 +100,10 @@ func (a *ActQuant) describe() string {
 func (a *ActQuant) Quantize(x []float64, rows, cols int) error {
 	if rows < 0 || cols < 0 || len(x) != rows*cols {
 		return fmt.Errorf("quant: activation quantizer: len(x)=%d, want %d×%d", len(x), rows, cols)
+	}
+	if a.Kind == ActLLMInt8 {
+		a.llmInt8(x, rows, cols)
+		return nil
 	}
 	switch a.Strategy {
 	case "tensor":

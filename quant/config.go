@@ -78,6 +78,11 @@ type Scheme struct {
 	// KV is the checkpoint's quantized KV cache (kv_cache_scheme,
 	// kv_cache_quant_algo), nil when the cache is not quantized.
 	KV *KVCache `json:"kv_cache,omitempty"`
+	// BNB is a quant_method bitsandbytes config (bnb.go).
+	BNB *BNBConfig `json:"bitsandbytes,omitempty"`
+	// AutoRound is a quant_method auto-round config (autoround.go); its
+	// GPTQ or AWQ settings are in GPTQ / AWQ.
+	AutoRound *AutoRoundConfig `json:"auto_round,omitempty"`
 	// ModelDType is the dtype decoders round NVFP4 outputs to (from
 	// torch_dtype; BF16 when absent).
 	ModelDType string `json:"model_dtype"`

@@ -70,7 +70,8 @@ func TestParseErrors(t *testing.T) {
 	cases := []struct{ js, want string }{
 		{`[1]`, "not a JSON object"},
 		{`{"bits":4}`, "quant_method missing"},
-		{`{"quant_method":"bitsandbytes"}`, `unsupported quant_method "bitsandbytes"`},
+		{`{"quant_method":"hqq"}`, `unsupported quant_method "hqq"`},
+		{`{"quant_method":"bitsandbytes"}`, `bitsandbytes: neither load_in_4bit nor load_in_8bit is true`},
 		{`{"quant_method":"compressed-tensors","transform_config":{"config_groups":{"u":{}}}}`, "non-empty transform_config"},
 		{`{"quant_method":"compressed-tensors","sparsity_config":{"format":"sparse-24-bitmask"}}`, "sparse formats are not supported"},
 		{`{"quant_method":"compressed-tensors","format":"sparse-bitmask"}`, `sparse format "sparse-bitmask"`},

@@ -19,6 +19,7 @@ type family struct {
 	// value (lower case), the config parser that fills the Scheme, and the
 	// tensor suffixes whose presence marks one of their Linears.
 	method  string
+	aliases []string // other quant_method values naming this family
 	parse   func(s *Scheme, top map[string]json.RawMessage) error
 	markers []string
 	// sideFiles are the files beside config.json (one of
@@ -56,13 +57,15 @@ func families() []family {
 		awqFamily(),       // awq.go
 		fp8MethodFamily(), // finegrainedfp8.go: quant_method fp8 (fine-grained block FP8, AutoFP8)
 		modelOptFamily(),  // modelopt.go: NVIDIA ModelOpt NVFP4 and FP8
+		bnbFamily(),       // bnb.go: bitsandbytes 4-bit NF4/FP4 (double quant) and LLM.int8
+		autoRoundFamily(), // autoround.go: Intel AutoRound (GPTQ/AWQ/native packing)
 	}
 }
 
 // methodFamily returns the family whose own quant_method is m.
 func methodFamily(m string) (family, bool) {
 	for _, f := range families() {
-		if f.method != "" && f.method == m {
+		if f.method != "" && (f.method == m || slices.Contains(f.aliases, m)) {
 			return f, true
 		}
 	}

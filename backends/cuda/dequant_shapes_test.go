@@ -152,6 +152,40 @@ func shapeCases(rng *rand.Rand) []quant.Linear {
 			QWeight: randWords(rng, c.in*c.out/8), QZeros: randWords(rng, groups*c.out/8),
 			Scales: randScales(rng, groups*c.out, "F16"), ScaleDType: "F16"})
 	}
+	// bitsandbytes 4-bit (blocks over the flattened weight, crossing rows
+	// when K % 8 != 0; nested absmax) and LLM.int8
+	for _, c := range []struct {
+		out, in, bs int
+		nested      bool
+	}{{13, 520, 64, false}, {5, 70, 32, true}, {9, 264, 128, true}, {3, 37, 64, false}} {
+		n := c.out * c.in
+		blocks := (n + c.bs - 1) / c.bs
+		q := &quant.BNB4{Base: base(fmt.Sprintf("bnb4-b%d-nested%v", c.bs, c.nested), c.out, c.in), Code: quant.BNB4Code("nf4"),
+			BlockSize: c.bs, Packed: randBytes(rng, (n+1)/2, nil), OutDType: "BF16", ComputeDType: "BF16"}
+		scales := randScales(rng, blocks, "F32")
+		if c.nested {
+			q.Nested, q.NestedBlockSize, q.Offset = true, 8, 0.0625
+			q.QAbsmax = randBytes(rng, blocks, nil)
+			for _, s := range randScales(rng, (blocks+7)/8, "F32") {
+				q.NestedAbsmax = append(q.NestedAbsmax, float32(s))
+			}
+			for _, s := range randScales(rng, 256, "F32") {
+				q.NestedCode = append(q.NestedCode, float32(s))
+			}
+		} else {
+			for _, s := range scales {
+				q.Absmax = append(q.Absmax, float32(s))
+			}
+		}
+		ls = append(ls, q)
+	}
+	for _, c := range []struct{ out, in int }{{13, 520}, {5, 70}} {
+		b8 := &quant.BNB8{Base: base("bnb8", c.out, c.in), Codes: make([]int8, c.out*c.in), SCB: randScales(rng, c.out, "F32")}
+		for i := range b8.Codes {
+			b8.Codes[i] = int8(rng.Uint32())
+		}
+		ls = append(ls, b8)
+	}
 	for _, dt := range []string{"BF16", "F16", "F32"} {
 		for _, c := range []struct{ out, in int }{{13, 520}, {3, 70}, {9, 264}} {
 			raw := make([]byte, 0)

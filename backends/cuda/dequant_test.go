@@ -158,6 +158,44 @@ func linearCases(rng *rand.Rand) []quant.Linear {
 	}
 	ls = append(ls, &quant.AWQ{Base: base("awq", 16, 64), GroupSize: 32, Groups: 2, QWeight: randWords(rng, 64*2),
 		QZeros: randWords(rng, 2*2), Scales: randScales(rng, 2*16, "F16"), ScaleDType: "F16"})
+	// bitsandbytes 4-bit (blocks crossing rows, odd element count) and LLM.int8
+	nf4, fp4 := quant.BNB4Code("nf4"), quant.BNB4Code("fp4")
+	randF32 := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(math.Ldexp(0.5+rng.Float64(), -rng.IntN(6)))
+		}
+		return v
+	}
+	for _, c := range []struct {
+		code      [16]float32
+		od, cd    string
+		nested    bool
+		out, in   int
+		blocksize int
+	}{{nf4, "BF16", "BF16", false, 5, 40, 64}, {fp4, "F16", "F32", true, 7, 37, 32}, {nf4, "F32", "F32", true, 9, 64, 64}, {fp4, "BF16", "F16", false, 3, 50, 128}} {
+		n := c.out * c.in
+		blocks := (n + c.blocksize - 1) / c.blocksize
+		q := &quant.BNB4{Base: base(fmt.Sprintf("bnb4-%s-%s-nested%v", c.od, c.cd, c.nested), c.out, c.in), Code: c.code, BlockSize: c.blocksize,
+			Packed: randBytes(rng, (n+1)/2, nil), OutDType: c.od, ComputeDType: c.cd}
+		if c.nested {
+			q.Nested, q.NestedBlockSize, q.Offset = true, 4, float32(rng.Float64())
+			q.QAbsmax = randBytes(rng, blocks, nil)
+			q.NestedAbsmax = randF32((blocks + 3) / 4)
+			q.NestedCode = randF32(256)
+		} else {
+			q.Absmax = randF32(blocks)
+		}
+		ls = append(ls, q)
+	}
+	b8 := &quant.BNB8{Base: base("bnb8", 6, 40), Codes: make([]int8, 240), SCB: make([]float64, 6)}
+	for i := range b8.Codes {
+		b8.Codes[i] = int8(rng.Uint32())
+	}
+	for i := range b8.SCB {
+		b8.SCB[i] = float64(float32(rng.Float64() * 3))
+	}
+	ls = append(ls, b8)
 	for _, dt := range []string{"BF16", "F16", "F32"} {
 		raw := make([]byte, 0)
 		for i := 0; i < 4*24; i++ {

@@ -45,7 +45,17 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows int) error {
 	d := ds.d
 	n := rows * l.in
-	if a := l.act; a != nil {
+	if a := l.act; a != nil && a.kind == device.AQLLMInt8 {
+		// the column flags live in the dequantization scratch, which the
+		// weight only fills after this (the loader sizes it for them)
+		if err := device.LaunchLLMInt8Cols(d, ds.scratch, in, rows, l.in, a.threshold); err != nil {
+			return fmt.Errorf("%s input: %w", l.module, err)
+		}
+		if err := device.LaunchLLMInt8Quant(d, ds.xa, b.gemmDT, in, ds.scratch, rows, l.in); err != nil {
+			return fmt.Errorf("%s input: %w", l.module, err)
+		}
+		ds.xaCastOf = 0
+	} else if a != nil {
 		err := device.LaunchActQuant(d, ds.xa, b.gemmDT, in, rows, l.in, a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
 		if err != nil {
 			return fmt.Errorf("%s input: %w", l.module, err)

@@ -147,6 +147,9 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err erro
 		if !h.direct {
 			scratch = max(scratch, int64(h.out*h.in*ld.gemmDT.Size()))
 		}
+		if h.act != nil && h.act.kind == device.AQLLMInt8 {
+			scratch = max(scratch, int64(4*h.in)) // LLM.int8's column flags (forward.go)
+		}
 	}
 	for g, idx := range fuseGroups() {
 		grp := make([]*hostLinear, len(idx))
@@ -257,7 +260,14 @@ func (ld *loader) embedding() ([]byte, device.DType, error) {
 // embedding table when tied.
 func (ld *loader) head(embRaw []byte, embDT device.DType) (*hostLinear, error) {
 	if !ld.spec.TiedHead {
-		return ld.linear(ld.spec.Head())
+		h, err := ld.linear(ld.spec.Head())
+		if err == nil && h.act != nil && h.act.kind == device.AQLLMInt8 {
+			// the head runs in row chunks, and LLM.int8's outlier columns
+			// depend on every row (transformers never quantizes lm_head
+			// with bitsandbytes: it is in llm_int8_skip_modules)
+			return nil, fmt.Errorf("cuda: %s: an LLM.int8 lm_head is not evaluated on cuda/emu (its logits are computed in row chunks); use --backend reference", h.module)
+		}
+		return h, err
 	}
 	dts := map[device.DType]string{device.F32: "F32", device.BF16: "BF16", device.F16: "F16"}
 	dense := &quant.Dense{Base: quant.Base{Name: arch.HeadModule, Out: ld.spec.Vocab, In: ld.spec.Hidden, Fmt: "tied"}, DType: dts[embDT], Raw: embRaw}

@@ -48,7 +48,7 @@ func TestSchemesAgainstReference(t *testing.T) {
 	if testing.Short() {
 		archs = archs[:1]
 	}
-	actSchemes := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "FP8-BLOCK": true, "AUTOFP8": true, "MXFP4-W4A4": true, "MODELOPT-NVFP4": true, "MODELOPT-FP8": true}
+	actSchemes := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "FP8-BLOCK": true, "AUTOFP8": true, "MXFP4-W4A4": true, "MODELOPT-NVFP4": true, "MODELOPT-FP8": true, "BNB-INT8": true}
 	for _, a := range archs {
 		for _, sc := range quantizer.Schemes() {
 			dir := writeQuantized(t, a, sc, false)
@@ -69,7 +69,8 @@ func TestSchemesAgainstReference(t *testing.T) {
 // fixture has several groups (and act-order permutes across them).
 func groupSize(scheme string) int {
 	switch scheme {
-	case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG":
+	case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG",
+		"AUTOROUND-GPTQ", "AUTOROUND-AWQ", "AUTOROUND":
 		return 32
 	}
 	return 0

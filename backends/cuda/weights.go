@@ -92,6 +92,7 @@ func f64ToF32Bytes(x []float64) []byte {
 type actParams struct {
 	kind, gsize, dynamic, sym int32
 	scale, zp, gscale         float32
+	threshold                 float32 // AQLLMInt8: the outlier threshold
 }
 
 func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
@@ -122,6 +123,9 @@ func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
 		if q.Strategy != "group" || q.GroupSize != 32 || !q.Dynamic || !q.Symmetric {
 			return nil, fmt.Errorf("cuda: %s: MXFP4 activations need dynamic symmetric groups of 32 (have %s, group %d)", module, q.Strategy, q.GroupSize)
 		}
+	case quant.ActLLMInt8:
+		p.kind, p.threshold = device.AQLLMInt8, float32(q.Threshold)
+		return p, nil
 	case quant.ActFP4:
 		p.kind = device.AQNVFP4
 		if q.Strategy != "tensor_group" && q.Strategy != "group" || q.GroupSize != 16 || !q.Dynamic || !q.Symmetric {
@@ -205,7 +209,7 @@ type dequantizer func(l quant.Linear, h *hostLinear, gemmDT device.DType) (ok bo
 // beside kernels/dq_<format>.cu); a function, not a variable, so that
 // nothing can change it.
 func dequantizers() []dequantizer {
-	return []dequantizer{prepareDense, prepareCTPack, prepareCTInt, prepareFP8, prepareNVFP4, prepareMXFP4, prepareGPTQ, prepareAWQ}
+	return []dequantizer{prepareDense, prepareCTPack, prepareCTInt, prepareFP8, prepareNVFP4, prepareMXFP4, prepareGPTQ, prepareAWQ, prepareBNB4, prepareBNB8}
 }
 
 // scaleDType maps a format's scale dtype to a kernel dtype code.

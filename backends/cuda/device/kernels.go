@@ -23,6 +23,8 @@ const (
 	KLogitsStats = "logits_stats"
 	KLogSoftmax  = "log_softmax_rows"
 	KActQuant    = "act_quant"
+	KLLMInt8Cols = "llmint8_cols"
+	KLLMInt8     = "llmint8_quant"
 	KDqGGML      = "dq_ggml"
 	// gemma.cu
 	KScale          = "scale_f32"
@@ -64,6 +66,8 @@ func Kernels() map[string]KernelInfo {
 		KLogSoftmax:  {"pii", "logits"},
 		KActQuant:    {"pipiiiiiifff", "actquant"},
 		KKVQuant:     {"piiiif", "kvquant"},
+		KLLMInt8Cols: {"ppiif", "llmint8"},
+		KLLMInt8:     {"pippii", "llmint8"},
 		// one line per dequantization kernel (kernels/dq_<format>.cu)
 		"dq_dense":   {"pipiii", "dq_dense"},
 		"dq_ct_pack": {"piiipiiipiiipipi", "dq_ctpack"},
@@ -73,6 +77,8 @@ func Kernels() map[string]KernelInfo {
 		"dq_mxfp4":   {"piiipp", "dq_mxfp4"},
 		"dq_gptq":    {"piiipppipii", "dq_gptq"},
 		"dq_awq":     {"piiipppii", "dq_awq"},
+		"dq_bnb4":    {"piiipppppfiiiii", "dq_bnb"},
+		"dq_bnb8":    {"piiipp", "dq_bnb"},
 		KDqGGML:      {"piiipip", "ggml"},
 		// gemma.cu
 		KScale:          {"pif", "gemma"},
@@ -124,4 +130,7 @@ const (
 	AQFP8   = 1
 	AQNVFP4 = 2
 	AQMXFP4 = 3
+	// AQLLMInt8 is bitsandbytes' LLM.int8 decomposition: not an act_quant
+	// kind but llmint8_cols + llmint8_quant (kernels/llmint8.cu).
+	AQLLMInt8 = 4
 )

@@ -103,6 +103,21 @@ func LaunchActQuant(d Device, out Ptr, gemmDT DType, x Ptr, rows, cols int, kind
 		kind, gsize, dynamic, sym, scale, zp, gscale)
 }
 
+// LaunchLLMInt8Cols sets flags[c] (fp32) to 1 where column c of
+// x[rows][cols] has some |x| >= thr (llmint8_cols, llmint8.cu).
+func LaunchLLMInt8Cols(d Device, flags, x Ptr, rows, cols int, thr float32) error {
+	g, b := GridStride(cols)
+	return d.Launch(KLLMInt8Cols, g, b, 0, flags, x, int32(rows), int32(cols), thr)
+}
+
+// LaunchLLMInt8Quant writes LLM.int8's quantized input of x[rows][cols]
+// (fp32) into out (gemmDT): flagged columns as they are, the rest int8 per
+// row over amax/127 (llmint8_quant, llmint8.cu: one 128-thread block per
+// row).
+func LaunchLLMInt8Quant(d Device, out Ptr, gemmDT DType, x, flags Ptr, rows, cols int) error {
+	return d.Launch(KLLMInt8, D1(rows), D1(128), 0, out, int32(gemmDT), x, flags, int32(rows), int32(cols))
+}
+
 // LaunchAttnPrep writes the attention operands qa, ka, va ([H][T][D] in
 // dtype dt; each query head's K and V group expanded) from q, k, v
 // ([T][heads][D] fp32, after RoPE) for the batched-GEMM attention

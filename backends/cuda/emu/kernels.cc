@@ -17,10 +17,12 @@
 #include "k_dq_ctint.h"
 #include "k_dq_fp8.h"
 #include "k_dq_nvfp4.h"
+#include "k_dq_bnb.h"
 #include "k_dq_mxfp4.h"
 #include "k_dq_gptq.h"
 #include "k_dq_awq.h"
 #include "k_actquant.h"
+#include "k_llmint8.h"
 #include "k_ggml.h"
 #include "k_fused.h"
 #include "k_gemma.h"
@@ -59,10 +61,10 @@ template <auto F> static void invoke(const uint64_t *v) { Sig<decltype(F)>::invo
 static const EmuKernel table[] = {
     K(fill_f32, 0),   K(cast_act, 0),     K(embed_gather, 0), K(add_inplace, 0),  K(add_bias_rows, 0),
     K(silu_mul, 0),   K(rope, 0),         K(rms_norm, 1),     K(attention, 1),    K(logits_stats, 1),
-    K(act_quant, 1),  K(kv_quant, 0),
+    K(act_quant, 1),  K(kv_quant, 0),     K(llmint8_cols, 0), K(llmint8_quant, 1),
     // one line per dequantization kernel file (kernels/dq_*.cu)
     K(dq_dense, 0),   K(dq_ct_pack, 0),   K(dq_int8, 0),      K(dq_fp8, 0),       K(dq_nvfp4, 0),
-    K(dq_mxfp4, 0),   K(dq_gptq, 0),      K(dq_awq, 0),
+    K(dq_mxfp4, 0),   K(dq_gptq, 0),      K(dq_awq, 0),       K(dq_bnb4, 0),      K(dq_bnb8, 0),
     K(dq_ggml, 0),
     K(attn_prep, 0),  K(attn_softmax, 1), K(log_softmax_rows, 1), K(split_qkv, 0), K(silu_mul_cat, 0),
     // gemma.cu

@@ -112,7 +112,7 @@ func TestSchemes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer em.Close()
-	act := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true}
+	act := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "BNB-INT8": true}
 	for _, a := range cudaArchs(t) {
 		o, err := fixtures.Defaults(a)
 		if err != nil {
@@ -129,7 +129,8 @@ func TestSchemes(t *testing.T) {
 				dir = filepath.Join(t.TempDir(), sc)
 				gs := 0
 				switch sc {
-				case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG":
+				case "W4A16", "W4A16-ASYM", "W4A16-ACTORDER", "GPTQ", "GPTQ-ACTORDER", "AWQ", "FP8-BLOCK", "AWQ-QUANT-CONFIG",
+					"AUTOROUND-GPTQ", "AUTOROUND-AWQ", "AUTOROUND":
 					gs = 32
 				}
 				if err := quantizer.Quantize(dense, dir, sc, quantizer.Options{Seed: 3, GroupSize: gs}); err != nil {

@@ -1,0 +1,1 @@
+../kernels/dq_bnb.cu

@@ -1,0 +1,1 @@
+../kernels/llmint8.cu

@@ -66,8 +66,10 @@ type Spec struct {
 	// Qwen3.5 (zero otherwise). Prefix is the text decoder's module prefix
 	// ("model.", or "model.language_model." in a multimodal checkpoint).
 	Prefix string
-	// RotaryDim is the number of leading dimensions of each head RoPE
-	// rotates (rotate-half within them); HeadDim unless partial rotary.
+	// RotaryDim is int(head_dim · partial_rotary_factor), HeadDim unless
+	// partial rotary: RoPE has ceil(RotaryDim/2) frequencies 1/θ^(2i/RotaryDim)
+	// and rotates (rotate-half) the first 2·ceil(RotaryDim/2) dimensions of
+	// each head (apply_rotary_pos_emb's rotary_dim = cos.shape[-1]).
 	RotaryDim int
 	// AttnOutputGate: q_proj holds per head the query then a gate, and the
 	// attention output is multiplied by sigmoid(gate) (see Layout).
@@ -208,8 +210,8 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	if f := cfg.PartialRotaryFactor; f > 0 && f < 1 {
 		// int(head_dim · partial_rotary_factor), as compute_default_rope_parameters.
 		s.RotaryDim = int(float64(s.HeadDim) * f)
-		if s.RotaryDim <= 0 || s.RotaryDim%2 != 0 {
-			return nil, fmt.Errorf("%w: rotary dimension %d (head_dim %d × partial_rotary_factor %v) must be positive and even", ErrUnsupported, s.RotaryDim, s.HeadDim, f)
+		if s.RotaryDim <= 0 {
+			return nil, fmt.Errorf("%w: rotary dimension %d (head_dim %d × partial_rotary_factor %v) must be positive", ErrUnsupported, s.RotaryDim, s.HeadDim, f)
 		}
 	}
 	if s.Heads%s.KVHeads != 0 {
@@ -661,7 +663,7 @@ func (s *Spec) RopeInvFreq() []float64 {
 // RopeInvFreq computes the inverse frequencies for head dimension dim (see
 // Spec.RopeInvFreq). rs may be nil (default).
 func RopeInvFreq(dim int, theta float64, rs *checkpoint.RopeScaling) []float64 {
-	inv := make([]float64, dim/2)
+	inv := make([]float64, (dim+1)/2) // torch.arange(0, dim, 2): an odd partial-rotary dim rounds up
 	for i := range inv {
 		inv[i] = 1 / detmath.Pow(theta, float64(2*i)/float64(dim)) // math.Pow differs across GOARCHes
 	}

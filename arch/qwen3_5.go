@@ -2,6 +2,7 @@ package arch
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/qppl/qppl/checkpoint"
 )
@@ -264,3 +265,21 @@ func qwen35Nest(textType string) func(flat map[string]any) map[string]any {
 }
 
 func jsonStrings(v json.RawMessage, dst *[]string) error { return json.Unmarshal(v, dst) }
+
+// FixtureInit returns the distribution fixtures draw a tensor from when it
+// is not a Linear weight, bias or RMSNorm gain (ok false otherwise): the
+// Gated DeltaNet's conv1d weight N(0, 0.5²) and A_log N(-1, 0.5²) (decays
+// exp(g) of about 0.5–0.8 per token, so the recurrence carries state over
+// many tokens).
+func (s *Spec) FixtureInit(name string) (mean, sd float64, ok bool) {
+	if s.LinearAttn == nil {
+		return 0, 0, false
+	}
+	switch {
+	case strings.HasSuffix(name, ".linear_attn.conv1d.weight"):
+		return 0, 0.5, true
+	case strings.HasSuffix(name, ".linear_attn.A_log"):
+		return -1, 0.5, true
+	}
+	return 0, 0, false
+}

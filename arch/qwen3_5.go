@@ -65,10 +65,11 @@ func qwen35() Family {
 			return Layout{QKVBias: c.AttentionBias, OBias: c.AttentionBias, QKNorm: true, NormOffset: true, AttnOutputGate: true}
 		},
 		Fixture: Fixture{
-			HeadDim: 32, // heads·head_dim ≠ hidden
-			Config:  qwen35FixtureConfig(false),
-			Nest:    qwen35Nest("qwen3_5_text"),
-			Extra:   qwen35Vision,
+			HeadDim:   32, // heads·head_dim ≠ hidden
+			Config:    qwen35FixtureConfig(false),
+			Nest:      qwen35Nest("qwen3_5_text"),
+			Extra:     qwen35Vision,
+			KeepDense: qwen35KeepDense,
 		},
 	}
 }
@@ -106,13 +107,23 @@ func qwen35MoE() Family {
 		},
 		MoENames: MoENames{Block: "mlp", Router: "gate", Gate: "gate_proj", Up: "up_proj", Down: "down_proj"},
 		Fixture: Fixture{
-			HeadDim: 32,
-			Config:  qwen35FixtureConfig(true),
-			Nest:    qwen35Nest("qwen3_5_moe_text"),
-			Extra:   qwen35Vision,
+			HeadDim:   32,
+			Config:    qwen35FixtureConfig(true),
+			Nest:      qwen35Nest("qwen3_5_moe_text"),
+			Extra:     qwen35Vision,
+			KeepDense: qwen35KeepDense,
 		},
 	}
 }
+
+// qwen35KeepDense: llm-compressor's Qwen3.5 recipes
+// (examples/quantization_w8a8_fp8/qwen3_5_moe.py) ignore the router
+// (mlp.gate), shared_expert_gate, the vision tower and all of linear_attn.*;
+// the fixtures quantize linear_attn's large projections (in_proj_qkv,
+// in_proj_z, out_proj) so that quantized linear-attention Linears are
+// exercised, and keep the per-head in_proj_a/in_proj_b (value-head rows)
+// dense with the gates.
+var qwen35KeepDense = []string{".linear_attn.in_proj_a", ".linear_attn.in_proj_b", ".mlp.gate", ".mlp.shared_expert_gate"}
 
 // qwen35Vision is a token vision tower for the fixtures: real tensor names
 // of Qwen3_5VisionModel (patch_embed, blocks.{i}, merger), tiny shapes.
@@ -233,7 +244,7 @@ func qwen35FixtureConfig(moe bool) func(s FixtureShape) map[string]any {
 		}
 		if moe {
 			c["num_experts"], c["num_experts_per_tok"] = 8, 2
-			c["moe_intermediate_size"], c["shared_expert_intermediate_size"] = 32, 48
+			c["moe_intermediate_size"], c["shared_expert_intermediate_size"] = 32, 64
 			c["router_aux_loss_coef"], c["output_router_logits"] = 0.001, false
 		}
 		return c

@@ -177,10 +177,10 @@ func qwen35Quirks(moe bool) func(r *checkpoint.ConfigReader, c *checkpoint.Confi
 				return
 			}
 			for i, n := range names {
-				switch n {
-				case "linear_attention":
+				switch n { // remap_legacy_layer_types: mamba → linear_attention, attention → full_attention
+				case "linear_attention", "mamba":
 					la.Layers[i] = true
-				case "full_attention":
+				case "full_attention", "attention":
 				default:
 					r.Fail("layer_types", "layer %d: %q is neither \"linear_attention\" nor \"full_attention\"", i, n)
 					return

@@ -102,11 +102,6 @@ type Fixture struct {
 	// Nest, when set, rewrites the finished flat config.json object into
 	// the family's nested form (a multimodal wrapper with text_config).
 	Nest func(flat map[string]any) map[string]any
-	// KeepDense are module-name suffixes of Linears that fixture
-	// quantizations leave unquantized, as the family's llm-compressor
-	// recipes do (routers, small gates); compressed-tensors configs list
-	// them in ignore.
-	KeepDense []string
 	// Extra are tensors a real checkpoint of the family holds beside the
 	// text decoder, which qppl ignores (a vision tower); fixtures write
 	// them with small random values.

@@ -66,11 +66,10 @@ func qwen35() Family {
 			return Layout{QKVBias: c.AttentionBias, OBias: c.AttentionBias, QKNorm: true, NormOffset: true, AttnOutputGate: true}
 		},
 		Fixture: Fixture{
-			HeadDim:   32, // heads·head_dim ≠ hidden
-			Config:    qwen35FixtureConfig(false),
-			Nest:      qwen35Nest("qwen3_5_text"),
-			Extra:     qwen35Vision,
-			KeepDense: qwen35KeepDense,
+			HeadDim: 32, // heads·head_dim ≠ hidden
+			Config:  qwen35FixtureConfig(false),
+			Nest:    qwen35Nest("qwen3_5_text"),
+			Extra:   qwen35Vision,
 		},
 	}
 }
@@ -108,23 +107,13 @@ func qwen35MoE() Family {
 		},
 		MoENames: MoENames{Block: "mlp", Router: "gate", Gate: "gate_proj", Up: "up_proj", Down: "down_proj"},
 		Fixture: Fixture{
-			HeadDim:   32,
-			Config:    qwen35FixtureConfig(true),
-			Nest:      qwen35Nest("qwen3_5_moe_text"),
-			Extra:     qwen35Vision,
-			KeepDense: qwen35KeepDense,
+			HeadDim: 32,
+			Config:  qwen35FixtureConfig(true),
+			Nest:    qwen35Nest("qwen3_5_moe_text"),
+			Extra:   qwen35Vision,
 		},
 	}
 }
-
-// qwen35KeepDense: llm-compressor's Qwen3.5 recipes
-// (examples/quantization_w8a8_fp8/qwen3_5_moe.py) ignore the router
-// (mlp.gate), shared_expert_gate, the vision tower and all of linear_attn.*;
-// the fixtures quantize linear_attn's large projections (in_proj_qkv,
-// in_proj_z, out_proj) so that quantized linear-attention Linears are
-// exercised, and keep the per-head in_proj_a/in_proj_b (value-head rows)
-// dense with the gates.
-var qwen35KeepDense = []string{".linear_attn.in_proj_a", ".linear_attn.in_proj_b", ".mlp.gate", ".mlp.shared_expert_gate"}
 
 // qwen35Vision is a token vision tower for the fixtures: real tensor names
 // of Qwen3_5VisionModel (patch_embed, blocks.{i}, merger), tiny shapes.

@@ -39,9 +39,10 @@ EXTERN_C __global__ void l2norm_qk(float *x, int T, int Cd, int nk, int dk, floa
 	}
 }
 
-// delta_rule runs the gated delta rule token by token: thread (j, c) owns
-// column c of value head j's state S[dk] (state + (j·dv + c)·dk, zeroed
-// here), which evolves independently of the other columns:
+// delta_rule runs the gated delta rule token by token: thread i = j·dv + c
+// owns column c of value head j's state S[dk] (state[k·nv·dv + i], zeroed
+// here: adjacent threads touch adjacent words), which evolves independently
+// of the other columns:
 //
 //	S ← exp(g)·S;  u = β·(v_c − S·k);  S ← S + u·k;  out[t][j·dv+c] = S·q
 //
@@ -53,8 +54,8 @@ EXTERN_C __global__ void delta_rule(float *out, float *state, const float *qkv, 
 	int n = nv * dv;
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
 		int j = i / dv, c = i - j * dv, kh = j / (nv / nk);
-		float *S = state + (size_t)i * dk;
-		for (int k = 0; k < dk; k++) S[k] = 0.0f;
+		float *S = state + i;
+		for (int k = 0; k < dk; k++) S[(size_t)k * n] = 0.0f;
 		float A = expf(alog[j]);
 		for (int t = 0; t < T; t++) {
 			const float *row = qkv + (size_t)t * Cd;
@@ -66,14 +67,14 @@ EXTERN_C __global__ void delta_rule(float *out, float *state, const float *qkv, 
 			float decay = expf(-A * sp);
 			float mem = 0.0f;
 			for (int k = 0; k < dk; k++) {
-				S[k] *= decay;
-				mem += S[k] * kk[k];
+				S[(size_t)k * n] *= decay;
+				mem += S[(size_t)k * n] * kk[k];
 			}
 			float u = (v - mem) * beta;
 			float o = 0.0f;
 			for (int k = 0; k < dk; k++) {
-				S[k] += kk[k] * u;
-				o += S[k] * q[k];
+				S[(size_t)k * n] += kk[k] * u;
+				o += S[(size_t)k * n] * q[k];
 			}
 			out[(size_t)t * n + i] = o;
 		}

@@ -235,69 +235,67 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 func (m *model) selfAttention(ws *workspace, l *layerWeights, li, T int, probe probeFunc) error {
 	d := m.dims
 	hd, kvd := d.H*d.D, d.KV*d.D
-	{
-		if m.spec.AttnOutputGate { // qwen3_5: q_proj → per head [query | gate]
-			if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.qg, 2*hd); err != nil {
-				return err
-			}
-			for t := 0; t < T; t++ {
-				for h := 0; h < d.H; h++ {
-					src := ws.qg[t*2*hd+h*2*d.D:]
-					copy(ws.q[t*hd+h*d.D:t*hd+(h+1)*d.D], src[:d.D])
-					copy(ws.attGate[t*hd+h*d.D:t*hd+(h+1)*d.D], src[d.D:2*d.D])
-				}
-			}
-			if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
-				return err
-			}
-			if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
-				return err
-			}
-		} else if f := l.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
-			if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.q, hd}, fusedPart{ws.k, kvd}, fusedPart{ws.v, kvd}); err != nil {
-				return err
-			}
-		} else {
-			if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
-				return err
-			}
-			if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
-				return err
-			}
-			if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
-				return err
-			}
-		}
-		if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
-			rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
-			rmsNorm(ws.k, ws.k, l.kNorm, T*d.KV, d.D, d.eps)
-		}
-		cos, sin := ws.cos, ws.sin
-		if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
-			cos, sin = ws.cosL, ws.sinL
-		}
-		rope(ws.q, cos, sin, T, d.H, d.D, len(m.invFreq))
-		rope(ws.k, cos, sin, T, d.KV, d.D, len(m.invFreq))
-		probe(li, arch.SiteKCache, ws.k, kvd)
-		probe(li, arch.SiteVCache, ws.v, kvd)
-		if m.kvQuant { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
-			quant.FakeQuantKV(ws.k[:T*kvd], l.kv.K, T, d.KV, d.D)
-			quant.FakeQuantKV(ws.v[:T*kvd], l.kv.V, T, d.KV, d.D)
-		}
-		m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
-		if m.spec.AttnOutputGate { // attn_output · sigmoid(gate)
-			for i, g := range ws.attGate[:T*hd] {
-				ws.att[i] *= 1 / (1 + detmath.Exp(-g))
-			}
-		}
-		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
+	if m.spec.AttnOutputGate { // qwen3_5: q_proj → per head [query | gate]
+		if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.qg, 2*hd); err != nil {
 			return err
 		}
-		if l.postAttnNorm != nil { // gemma: post_attention_layernorm before the residual add
-			rmsNorm(ws.proj, ws.proj, l.postAttnNorm, T, d.C, d.eps)
+		for t := 0; t < T; t++ {
+			for h := 0; h < d.H; h++ {
+				src := ws.qg[t*2*hd+h*2*d.D:]
+				copy(ws.q[t*hd+h*d.D:t*hd+(h+1)*d.D], src[:d.D])
+				copy(ws.attGate[t*hd+h*d.D:t*hd+(h+1)*d.D], src[d.D:2*d.D])
+			}
 		}
-		return nil
+		if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
+			return err
+		}
+	} else if f := l.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
+		if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.q, hd}, fusedPart{ws.k, kvd}, fusedPart{ws.v, kvd}); err != nil {
+			return err
+		}
+	} else {
+		if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
+			return err
+		}
 	}
+	if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
+		rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
+		rmsNorm(ws.k, ws.k, l.kNorm, T*d.KV, d.D, d.eps)
+	}
+	cos, sin := ws.cos, ws.sin
+	if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
+		cos, sin = ws.cosL, ws.sinL
+	}
+	rope(ws.q, cos, sin, T, d.H, d.D, len(m.invFreq))
+	rope(ws.k, cos, sin, T, d.KV, d.D, len(m.invFreq))
+	probe(li, arch.SiteKCache, ws.k, kvd)
+	probe(li, arch.SiteVCache, ws.v, kvd)
+	if m.kvQuant { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
+		quant.FakeQuantKV(ws.k[:T*kvd], l.kv.K, T, d.KV, d.D)
+		quant.FakeQuantKV(ws.v[:T*kvd], l.kv.V, T, d.KV, d.D)
+	}
+	m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
+	if m.spec.AttnOutputGate { // attn_output · sigmoid(gate)
+		for i, g := range ws.attGate[:T*hd] {
+			ws.att[i] *= 1 / (1 + detmath.Exp(-g))
+		}
+	}
+	if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
+		return err
+	}
+	if l.postAttnNorm != nil { // gemma: post_attention_layernorm before the residual add
+		rmsNorm(ws.proj, ws.proj, l.postAttnNorm, T, d.C, d.eps)
+	}
+	return nil
 }
 
 // linear computes out[T][outW] = in[T][inW] · Wᵀ (+ bias), decoding W block

@@ -281,6 +281,11 @@ func (s *Spec) FixtureInit(name string) (mean, sd float64, ok bool) {
 		return 0, 0.5, true
 	case strings.HasSuffix(name, ".linear_attn.A_log"):
 		return -1, 0.5, true
+	case strings.HasSuffix(name, ".linear_attn.norm.weight"), strings.HasSuffix(name, ".linear_attn.dt_bias"):
+		// Qwen3_5RMSNormGated multiplies by its weight (no offset, initialised
+		// to ones), and dt_bias is initialised to ones: gains near 1, not
+		// the (1 + w) norms' w near 0.
+		return 1, 0.1, true
 	case strings.HasSuffix(name, ".mlp.gate.weight"):
 		// A router with decisive logits (4× a Linear's N(0, 1/hidden)):
 		// near-ties between the k-th and next expert would let the bf16

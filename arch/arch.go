@@ -62,6 +62,47 @@ type Spec struct {
 	// LocalRopeTheta (gemma3_text): the sliding layers' RoPE base, with no
 	// rope scaling; 0 when every layer uses RopeInvFreq. See LayerInvFreq.
 	LocalRopeTheta float64
+
+	// Qwen3.5 (zero otherwise). Prefix is the text decoder's module prefix
+	// ("model.", or "model.language_model." in a multimodal checkpoint).
+	Prefix string
+	// RotaryDim is int(head_dim · partial_rotary_factor), HeadDim unless
+	// partial rotary: RoPE has ceil(RotaryDim/2) frequencies 1/θ^(2i/RotaryDim)
+	// and rotates (rotate-half) the first 2·ceil(RotaryDim/2) dimensions of
+	// each head (apply_rotary_pos_emb's rotary_dim = cos.shape[-1]).
+	RotaryDim int
+	// AttnOutputGate: q_proj holds per head the query then a gate, and the
+	// attention output is multiplied by sigmoid(gate) (see Layout).
+	AttnOutputGate bool
+	// LinearAttn is the Gated DeltaNet of a hybrid model (nil: none);
+	// layer i is one when LinearLayer(i).
+	LinearAttn *checkpoint.LinearAttention
+	// Ignored are the tensor-name prefixes the model deliberately does not
+	// run (vision tower): loaders report them, not as unused.
+	Ignored []checkpoint.IgnoredPrefix
+}
+
+// LinearLayer reports whether layer i is a Gated DeltaNet layer.
+func (s *Spec) LinearLayer(i int) bool { return s.LinearAttn != nil && s.LinearAttn.Layers[i] }
+
+// EmbedTensor is the embedding's tensor name (EmbedName under Prefix).
+func (s *Spec) EmbedTensor() string { return s.prefix() + "embed_tokens.weight" }
+
+// FinalNormTensor is the final norm's tensor name (FinalNormName under Prefix).
+func (s *Spec) FinalNormTensor() string { return s.prefix() + "norm.weight" }
+
+func (s *Spec) prefix() string {
+	if s.Prefix == "" {
+		return "model."
+	}
+	return s.Prefix
+}
+
+// ConvDim is the number of channels of a Gated DeltaNet's in_proj_qkv and
+// conv1d: query and key (KeyHeads·KeyDim each), then value.
+func (s *Spec) ConvDim() int {
+	la := s.LinearAttn
+	return 2*la.KeyHeads*la.KeyDim + la.ValueHeads*la.ValueDim
 }
 
 // LocalRope reports whether layer i uses the local RoPE (LocalRopeTheta):
@@ -135,6 +176,10 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	s.NormOffset, s.EmbedScale, s.SandwichNorms = lay.NormOffset, lay.EmbedScale, lay.SandwichNorms
 	s.AttnSoftcap, s.FinalSoftcap = cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
 	s.LocalRopeTheta = cfg.RopeLocalTheta
+	s.Prefix, s.AttnOutputGate, s.LinearAttn, s.Ignored = cfg.TextPrefix, lay.AttnOutputGate, cfg.LinearAttention, cfg.IgnoredPrefixes
+	if la := s.LinearAttn; la != nil && (len(la.Layers) != cfg.NumHiddenLayers || la.KeyHeads <= 0 || la.ValueHeads%la.KeyHeads != 0 || la.KeyDim <= 0 || la.ValueDim <= 0 || la.ConvKernel <= 0) {
+		return nil, fmt.Errorf("%w: linear attention %+v for %d layers", ErrUnsupported, *la, cfg.NumHiddenLayers)
+	}
 	if s.AttnSoftcap < 0 || s.FinalSoftcap < 0 || cfg.QueryPreAttnScalar < 0 {
 		return nil, fmt.Errorf("%w: negative soft-capping (%v, %v) or query_pre_attn_scalar %v", ErrUnsupported, s.AttnSoftcap, s.FinalSoftcap, cfg.QueryPreAttnScalar)
 	}
@@ -160,6 +205,14 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	s.AttnScale = 1 / math.Sqrt(float64(s.HeadDim))
 	if cfg.QueryPreAttnScalar > 0 {
 		s.AttnScale = 1 / math.Sqrt(cfg.QueryPreAttnScalar)
+	}
+	s.RotaryDim = s.HeadDim
+	if f := cfg.PartialRotaryFactor; f > 0 && f < 1 {
+		// int(head_dim · partial_rotary_factor), as compute_default_rope_parameters.
+		s.RotaryDim = int(float64(s.HeadDim) * f)
+		if s.RotaryDim <= 0 {
+			return nil, fmt.Errorf("%w: rotary dimension %d (head_dim %d × partial_rotary_factor %v) must be positive", ErrUnsupported, s.RotaryDim, s.HeadDim, f)
+		}
 	}
 	if s.Heads%s.KVHeads != 0 {
 		return nil, fmt.Errorf("%w: %d heads not divisible by %d key/value heads", ErrUnsupported, s.Heads, s.KVHeads)
@@ -204,6 +257,17 @@ type Layer struct {
 	QKV                       string // self_attn.qkv_proj when fused (then Q, K, V are "")
 	GateUp                    string // mlp.gate_up_proj when fused (then Gate, Up are "")
 	Router                    string // the MoE router [experts, hidden] (mlp.gate, block_sparse_moe.gate; "" in a dense layer)
+	// A Gated DeltaNet layer (qwen3_5's linear_attention; then Q, K, V, O,
+	// QNorm, KNorm are ""): modules linear_attn.{in_proj_qkv, in_proj_z,
+	// in_proj_b, in_proj_a, out_proj}; tensors linear_attn.conv1d.weight
+	// [ConvDim, 1, kernel], A_log [value heads], dt_bias [value heads],
+	// norm.weight [value head dim].
+	InQKV, InZ, InB, InA, Out     string
+	Conv, ALog, DtBias, GatedNorm string
+	// SharedGate, SharedUp, SharedDown: the shared expert's modules
+	// (mlp.shared_expert.*_proj); SharedExpertGate: mlp.shared_expert_gate
+	// [1, hidden] ("" without a shared expert).
+	SharedGate, SharedUp, SharedDown, SharedExpertGate string
 }
 
 // Sparse reports whether layer i's MLP is the mixture of experts.
@@ -214,13 +278,13 @@ func (s *Spec) Sparse(i int) bool { return s.MoE != nil && s.MoE.Sparse[i] }
 // block_sparse_moe.experts.{e}.{w1,w3,w2} for mixtral).
 func (s *Spec) Expert(i, e int) (gate, up, down string) {
 	n := s.Family.MoENames
-	p := fmt.Sprintf("model.layers.%d.%s.experts.%d.", i, n.Block, e)
+	p := fmt.Sprintf("%slayers.%d.%s.experts.%d.", s.prefix(), i, n.Block, e)
 	return p + n.Gate, p + n.Up, p + n.Down
 }
 
 // Layer returns the tensor names of decoder layer i.
 func (s *Spec) Layer(i int) Layer {
-	p := fmt.Sprintf("model.layers.%d.", i)
+	p := fmt.Sprintf("%slayers.%d.", s.prefix(), i)
 	l := Layer{
 		Index: i, Prefix: p,
 		AttnNorm: p + "input_layernorm.weight",
@@ -243,6 +307,18 @@ func (s *Spec) Layer(i int) Layer {
 	if s.Sparse(i) {
 		n := s.Family.MoENames
 		l.Gate, l.Up, l.Down, l.Router = "", "", "", p+n.Block+"."+n.Router
+		if s.MoE.SharedIntermediate > 0 {
+			se := p + n.Block + ".shared_expert."
+			l.SharedGate, l.SharedUp, l.SharedDown = se+"gate_proj", se+"up_proj", se+"down_proj"
+			l.SharedExpertGate = p + n.Block + ".shared_expert_gate"
+		}
+	}
+	if s.LinearLayer(i) {
+		la := p + "linear_attn."
+		l.Q, l.K, l.V, l.O = "", "", "", ""
+		l.InQKV, l.InZ, l.InB, l.InA, l.Out = la+"in_proj_qkv", la+"in_proj_z", la+"in_proj_b", la+"in_proj_a", la+"out_proj"
+		l.Conv, l.ALog, l.DtBias, l.GatedNorm = la+"conv1d.weight", la+"A_log", la+"dt_bias", la+"norm.weight"
+		return l
 	}
 	if s.QKVBias {
 		l.QBias, l.KBias, l.VBias = l.Q+".bias", l.K+".bias", l.V+".bias"
@@ -275,16 +351,25 @@ type Proj int
 
 // The linear modules of a decoder layer, and the head.
 const (
-	ProjQ      Proj = iota // self_attn.q_proj [heads·head_dim, hidden]
-	ProjK                  // self_attn.k_proj [kv_heads·head_dim, hidden]
-	ProjV                  // self_attn.v_proj [kv_heads·head_dim, hidden]
-	ProjO                  // self_attn.o_proj [hidden, heads·head_dim]
-	ProjGate               // mlp.gate_proj [intermediate, hidden]
-	ProjUp                 // mlp.up_proj [intermediate, hidden]
-	ProjDown               // mlp.down_proj [hidden, intermediate]; in a MoE layer also each expert's
-	ProjRouter             // mlp.gate, the MoE router [experts, hidden]
-	ProjQKV                // self_attn.qkv_proj, fused q, k, v [(heads+2·kv_heads)·head_dim, hidden]
-	ProjGateUp             // mlp.gate_up_proj, fused gate, up [2·intermediate, hidden]
+	ProjQ                Proj = iota // self_attn.q_proj [heads·head_dim, hidden]
+	ProjK                            // self_attn.k_proj [kv_heads·head_dim, hidden]
+	ProjV                            // self_attn.v_proj [kv_heads·head_dim, hidden]
+	ProjO                            // self_attn.o_proj [hidden, heads·head_dim]
+	ProjGate                         // mlp.gate_proj [intermediate, hidden]
+	ProjUp                           // mlp.up_proj [intermediate, hidden]
+	ProjDown                         // mlp.down_proj [hidden, intermediate]; in a MoE layer also each expert's
+	ProjRouter                       // mlp.gate, the MoE router [experts, hidden]
+	ProjQKV                          // self_attn.qkv_proj, fused q, k, v [(heads+2·kv_heads)·head_dim, hidden]
+	ProjGateUp                       // mlp.gate_up_proj, fused gate, up [2·intermediate, hidden]
+	ProjInQKV                        // linear_attn.in_proj_qkv [ConvDim, hidden]
+	ProjInZ                          // linear_attn.in_proj_z [value heads·value dim, hidden]
+	ProjInB                          // linear_attn.in_proj_b [value heads, hidden]
+	ProjInA                          // linear_attn.in_proj_a [value heads, hidden]
+	ProjOut                          // linear_attn.out_proj [hidden, value heads·value dim]
+	ProjSharedGate                   // mlp.shared_expert.gate_proj [shared width, hidden]
+	ProjSharedUp                     // mlp.shared_expert.up_proj [shared width, hidden]
+	ProjSharedDown                   // mlp.shared_expert.down_proj [hidden, shared width]
+	ProjSharedExpertGate             // mlp.shared_expert_gate [1, hidden]
 	// NumProj is the number of linear modules of a decoder layer.
 	NumProj
 	// ProjHead is lm_head (not a layer module).
@@ -314,6 +399,24 @@ func (p Proj) String() string {
 		return "qkv_proj"
 	case ProjGateUp:
 		return "gate_up_proj"
+	case ProjInQKV:
+		return "in_proj_qkv"
+	case ProjInZ:
+		return "in_proj_z"
+	case ProjInB:
+		return "in_proj_b"
+	case ProjInA:
+		return "in_proj_a"
+	case ProjOut:
+		return "out_proj"
+	case ProjSharedGate:
+		return "shared_expert.gate_proj"
+	case ProjSharedUp:
+		return "shared_expert.up_proj"
+	case ProjSharedDown:
+		return "shared_expert.down_proj"
+	case ProjSharedExpertGate:
+		return "shared_expert_gate"
 	case ProjHead:
 		return HeadModule
 	}
@@ -329,15 +432,31 @@ func (s *Spec) LayerLinears(i int) []Linear {
 	l := s.Layer(i)
 	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	var out []Linear
-	if s.FusedQKV {
-		out = append(out, Linear{l.QKV, q + 2*kv, s.Hidden, false, ProjQKV, -1})
-	} else {
+	qOut := q
+	if s.AttnOutputGate {
+		qOut = 2 * q // per head: query, then gate
+	}
+	switch {
+	case s.LinearLayer(i):
+		la := s.LinearAttn
+		v := la.ValueHeads * la.ValueDim
 		out = append(out,
-			Linear{l.Q, q, s.Hidden, s.QKVBias, ProjQ, -1},
+			Linear{l.InQKV, s.ConvDim(), s.Hidden, false, ProjInQKV, -1},
+			Linear{l.InZ, v, s.Hidden, false, ProjInZ, -1},
+			Linear{l.InB, la.ValueHeads, s.Hidden, false, ProjInB, -1},
+			Linear{l.InA, la.ValueHeads, s.Hidden, false, ProjInA, -1},
+			Linear{l.Out, s.Hidden, v, false, ProjOut, -1})
+	case s.FusedQKV:
+		out = append(out, Linear{l.QKV, q + 2*kv, s.Hidden, false, ProjQKV, -1})
+	default:
+		out = append(out,
+			Linear{l.Q, qOut, s.Hidden, s.QKVBias, ProjQ, -1},
 			Linear{l.K, kv, s.Hidden, s.QKVBias, ProjK, -1},
 			Linear{l.V, kv, s.Hidden, s.QKVBias, ProjV, -1})
 	}
-	out = append(out, Linear{l.O, s.Hidden, q, s.OBias, ProjO, -1})
+	if !s.LinearLayer(i) {
+		out = append(out, Linear{l.O, s.Hidden, q, s.OBias, ProjO, -1})
+	}
 	if !s.Sparse(i) && s.FusedGateUp {
 		return append(out,
 			Linear{l.GateUp, 2 * s.Intermediate, s.Hidden, false, ProjGateUp, -1},
@@ -358,6 +477,13 @@ func (s *Spec) LayerLinears(i int) []Linear {
 			Linear{u, m.Intermediate, s.Hidden, false, ProjUp, e},
 			Linear{d, s.Hidden, m.Intermediate, false, ProjDown, e})
 	}
+	if w := m.SharedIntermediate; w > 0 {
+		out = append(out,
+			Linear{l.SharedGate, w, s.Hidden, false, ProjSharedGate, -1},
+			Linear{l.SharedUp, w, s.Hidden, false, ProjSharedUp, -1},
+			Linear{l.SharedDown, s.Hidden, w, false, ProjSharedDown, -1},
+			Linear{l.SharedExpertGate, 1, s.Hidden, false, ProjSharedExpertGate, -1})
+	}
 	return out
 }
 
@@ -366,7 +492,7 @@ func (s *Spec) LayerLinears(i int) []Linear {
 func (s *Spec) MLPWidth() int {
 	w := s.Intermediate
 	if s.MoE != nil {
-		w = max(w, s.MoE.Intermediate, s.MoE.Experts)
+		w = max(w, s.MoE.Intermediate, s.MoE.Experts, s.MoE.SharedIntermediate)
 	}
 	return w
 }
@@ -423,11 +549,21 @@ type TensorShape struct {
 // with expected shapes. Linear weights are not included: their storage
 // depends on the quantization format.
 func (s *Spec) DenseTensors() []TensorShape {
-	out := []TensorShape{{EmbedName, []int{s.Vocab, s.Hidden}}}
+	out := []TensorShape{{s.EmbedTensor(), []int{s.Vocab, s.Hidden}}}
 	for i := 0; i < s.Layers; i++ {
 		l := s.Layer(i)
 		q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 		out = append(out, TensorShape{l.AttnNorm, []int{s.Hidden}})
+		if s.LinearLayer(i) {
+			la := s.LinearAttn
+			out = append(out,
+				TensorShape{l.Conv, []int{s.ConvDim(), 1, la.ConvKernel}},
+				TensorShape{l.ALog, []int{la.ValueHeads}},
+				TensorShape{l.DtBias, []int{la.ValueHeads}},
+				TensorShape{l.GatedNorm, []int{la.ValueDim}},
+				TensorShape{l.MLPNorm, []int{s.Hidden}})
+			continue
+		}
 		if s.QKVBias {
 			out = append(out, TensorShape{l.QBias, []int{q}}, TensorShape{l.KBias, []int{kv}}, TensorShape{l.VBias, []int{kv}})
 		}
@@ -442,7 +578,7 @@ func (s *Spec) DenseTensors() []TensorShape {
 			out = append(out, TensorShape{l.PostAttnNorm, []int{s.Hidden}}, TensorShape{l.PostMLPNorm, []int{s.Hidden}})
 		}
 	}
-	return append(out, TensorShape{FinalNormName, []int{s.Hidden}})
+	return append(out, TensorShape{s.FinalNormTensor(), []int{s.Hidden}})
 }
 
 // DenseWeights returns DenseTensors plus the weight of every linear module
@@ -517,13 +653,17 @@ func equalShape(a, b []int) bool {
 // with dim = head_dim and old = original_max_position_embeddings. The
 // attention scaling of these three types is 1.
 func (s *Spec) RopeInvFreq() []float64 {
-	return RopeInvFreq(s.HeadDim, s.Config.RopeTheta, s.Config.RopeScaling)
+	dim := s.HeadDim
+	if s.RotaryDim > 0 {
+		dim = s.RotaryDim // partial rotary (qwen3_5): RotaryDim/2 frequencies
+	}
+	return RopeInvFreq(dim, s.Config.RopeTheta, s.Config.RopeScaling)
 }
 
 // RopeInvFreq computes the inverse frequencies for head dimension dim (see
 // Spec.RopeInvFreq). rs may be nil (default).
 func RopeInvFreq(dim int, theta float64, rs *checkpoint.RopeScaling) []float64 {
-	inv := make([]float64, dim/2)
+	inv := make([]float64, (dim+1)/2) // torch.arange(0, dim, 2): an odd partial-rotary dim rounds up
 	for i := range inv {
 		inv[i] = 1 / detmath.Pow(theta, float64(2*i)/float64(dim)) // math.Pow differs across GOARCHes
 	}

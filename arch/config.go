@@ -76,20 +76,44 @@ func Resolve(c *checkpoint.Config) (*checkpoint.Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: unsupported model_type %q (supported: %s)", checkpoint.ErrConfig, name, out.ModelType, strings.Join(Names(), ", "))
 	}
-	if err := readCommon(r, out, fam.Defaults); err != nil {
+	// tr reads the text decoder's keys: text_config of a multimodal
+	// wrapper (Family.TextConfig), else the top level.
+	tr := r
+	if fam.TextConfig && r.Get("text_config") != nil {
+		if tr = r.Sub("text_config"); tr == nil {
+			return nil, r.Err()
+		}
+		out.TextPrefix = "model.language_model."
+	}
+	if err := readCommon(tr, out, fam.Defaults); err != nil {
 		return nil, err
 	}
+	if tr != r && r.Get("tie_word_embeddings") != nil { // the wrapper's own key wins (Qwen3_5Config.tie_word_embeddings)
+		out.TieWordEmbeddings = r.Bool("tie_word_embeddings", out.TieWordEmbeddings)
+	}
 	if fam.Quirks != nil {
-		fam.Quirks(r, out)
+		fam.Quirks(tr, out)
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	if err := readRope(r, out); err != nil {
+	if err := readRope(tr, out); err != nil {
 		return nil, err
 	}
 	if err := checkpoint.ReadHeader(r, out); err != nil {
 		return nil, err
+	}
+	if tr != r { // token ids a wrapper leaves to its text_config
+		var tc checkpoint.Config
+		if err := checkpoint.ReadHeader(tr, &tc); err != nil {
+			return nil, err
+		}
+		if out.BOSTokenID < 0 {
+			out.BOSTokenID = tc.BOSTokenID
+		}
+		if out.EOSTokenIDs == nil {
+			out.EOSTokenIDs, out.EOSTokenID = tc.EOSTokenIDs, tc.EOSTokenID
+		}
 	}
 	if err := out.CheckSizes(name); err != nil {
 		return nil, err
@@ -103,7 +127,11 @@ func readCommon(r *checkpoint.ConfigReader, c *checkpoint.Config, d Defaults) er
 	name := r.Name()
 	c.VocabSize = r.Required("vocab_size")
 	c.HiddenSize = r.Required("hidden_size")
-	c.IntermediateSize = r.Required("intermediate_size")
+	if d.NoIntermediate {
+		c.IntermediateSize = r.Int("intermediate_size", 0)
+	} else {
+		c.IntermediateSize = r.Required("intermediate_size")
+	}
 	c.NumHiddenLayers = r.Required("num_hidden_layers")
 	c.NumAttentionHeads = r.Required("num_attention_heads")
 	if err := r.Err(); err != nil {

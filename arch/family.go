@@ -30,6 +30,14 @@ type Family struct {
 	MoENames MoENames
 	// Fixture is the small realistic checkpoint package fixtures writes.
 	Fixture Fixture
+	// Aliases are other model_type values read with this declaration
+	// (qwen3_5_text: the text-only checkpoint of qwen3_5).
+	Aliases []string
+	// TextConfig: a config.json with a text_config object is a multimodal
+	// wrapper whose text decoder is read from text_config and stored under
+	// "model.language_model." (Config.TextPrefix); the top level keeps
+	// model_type, tie_word_embeddings, the token ids and quantization_config.
+	TextConfig bool
 }
 
 // MoENames are the module names of a mixture-of-experts layer, relative to
@@ -48,6 +56,9 @@ type Defaults struct {
 	Theta    float64
 	Tie      bool // tie_word_embeddings
 	AttnBias bool // attention_bias
+	// NoIntermediate: the config class has no intermediate_size (every
+	// MLP is a mixture of experts); Quirks sets Config.IntermediateSize.
+	NoIntermediate bool
 }
 
 // Layout is the set of optional weights of a decoder layer.
@@ -67,6 +78,10 @@ type Layout struct {
 	// residual add, and the MLP sits between pre_feedforward_layernorm and
 	// post_feedforward_layernorm (SandwichNorms).
 	NormOffset, EmbedScale, SandwichNorms bool
+	// AttnOutputGate (qwen3_5): q_proj [2·heads·head_dim, hidden] yields,
+	// per head, the query then a gate; the attention output is multiplied
+	// by sigmoid(gate) before o_proj.
+	AttnOutputGate bool
 }
 
 // Fixture describes the small checkpoint that package fixtures (and the
@@ -84,6 +99,13 @@ type Fixture struct {
 	// Config returns the family's own config.json keys for a fixture of
 	// the given shape (norm eps, RoPE, window keys, biases, ...).
 	Config func(s FixtureShape) map[string]any
+	// Nest, when set, rewrites the finished flat config.json object into
+	// the family's nested form (a multimodal wrapper with text_config).
+	Nest func(flat map[string]any) map[string]any
+	// Extra are tensors a real checkpoint of the family holds beside the
+	// text decoder, which qppl ignores (a vision tower); fixtures write
+	// them with small random values.
+	Extra []TensorShape
 }
 
 // FixtureShape is what a family's fixture config may depend on.
@@ -94,7 +116,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE()}
 }
 
 // Names returns the supported model_type values.
@@ -110,7 +132,7 @@ func Names() []string {
 // Lookup returns the family named by model_type.
 func Lookup(name string) (Family, bool) {
 	fs := Families()
-	i := slices.IndexFunc(fs, func(f Family) bool { return f.Name == name })
+	i := slices.IndexFunc(fs, func(f Family) bool { return f.Name == name || slices.Contains(f.Aliases, name) })
 	if i < 0 {
 		return Family{}, false
 	}

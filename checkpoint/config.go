@@ -76,6 +76,24 @@ type Config struct {
 	Raw map[string]json.RawMessage
 	// MoE describes a mixture-of-experts MLP; nil for a dense model.
 	MoE *MoE
+	// LinearAttention describes the Gated DeltaNet layers of a hybrid
+	// model (qwen3_5); nil when every layer is softmax attention.
+	LinearAttention *LinearAttention
+	// PartialRotaryFactor: RoPE rotates the first head_dim·factor
+	// dimensions of each head and passes the rest (qwen3_5); 0 means 1.
+	PartialRotaryFactor float64
+	// AttnOutputGate: q_proj also yields a per-head gate and the attention
+	// output is multiplied by sigmoid(gate) before o_proj (qwen3_5).
+	AttnOutputGate bool
+	// TextPrefix is the module prefix of the text decoder: "model." for a
+	// causal LM, "model.language_model." for the text model of a
+	// multimodal checkpoint whose config nests it under text_config; ""
+	// means "model.".
+	TextPrefix string
+	// IgnoredPrefixes are tensor-name prefixes that the architecture
+	// deliberately does not run (a vision tower, multi-token-prediction
+	// heads): loaders report them as ignored, not as unused.
+	IgnoredPrefixes []IgnoredPrefix
 	// Path names config.json in error messages.
 	Path string
 	// Resolved is set by package arch once the family's defaults and quirks
@@ -94,6 +112,27 @@ type MoE struct {
 	// Sparse[i] reports whether layer i's MLP is the MoE block (the other
 	// layers have a dense MLP of width intermediate_size).
 	Sparse []bool
+	// SharedIntermediate, when positive, is the width of a shared expert
+	// that every token runs, scaled by sigmoid(shared_expert_gate(x))
+	// (qwen3_5_moe's shared_expert_intermediate_size).
+	SharedIntermediate int
+}
+
+// LinearAttention is the Gated DeltaNet of a hybrid model: layer i is a
+// linear-attention layer when Layers[i]; the others are softmax attention.
+type LinearAttention struct {
+	Layers     []bool
+	KeyHeads   int // linear_num_key_heads
+	ValueHeads int // linear_num_value_heads
+	KeyDim     int // linear_key_head_dim
+	ValueDim   int // linear_value_head_dim
+	ConvKernel int // linear_conv_kernel_dim
+}
+
+// IgnoredPrefix is a tensor-name prefix a loader leaves alone on purpose,
+// with what it holds ("vision tower").
+type IgnoredPrefix struct {
+	Prefix, What string
 }
 
 // RopeScaling is config.json's rope_scaling.

@@ -110,3 +110,48 @@ func (m *Model) Peek(name string) (TensorInfo, bool) {
 	t, ok := m.tensors[name]
 	return t, ok
 }
+
+// Ignored counts the tensors of a checkpoint under one IgnoredPrefix.
+type Ignored struct {
+	Prefix, What string
+	Tensors      int
+}
+
+// IgnoredTensors counts the tensors of m under each prefix of ps (an
+// architecture's IgnoredPrefixes), leaving out prefixes that match none.
+func (m *Model) IgnoredTensors(ps []IgnoredPrefix) []Ignored {
+	var out []Ignored
+	for _, p := range ps {
+		n := 0
+		for _, name := range m.names {
+			if strings.HasPrefix(name, p.Prefix) {
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, Ignored{Prefix: p.Prefix, What: p.What, Tensors: n})
+		}
+	}
+	return out
+}
+
+// Ignore records every tensor under the prefixes of ps as accounted for,
+// so that Unused does not list them: the architecture leaves them alone on
+// purpose (a vision tower). It returns what was ignored (IgnoredTensors).
+func (u *Usage) Ignore(ps []IgnoredPrefix) []Ignored {
+	u.mu.Lock()
+	for _, name := range u.m.names {
+		for _, p := range ps {
+			if strings.HasPrefix(name, p.Prefix) {
+				u.used[name] = true
+			}
+		}
+	}
+	u.mu.Unlock()
+	return u.m.IgnoredTensors(ps)
+}
+
+// String is the line loaders print: "ignored: vision tower 12 tensors (model.visual.*)".
+func (g Ignored) String() string {
+	return fmt.Sprintf("ignored: %s %d tensors (%s*)", g.What, g.Tensors, g.Prefix)
+}

@@ -105,6 +105,9 @@ type Result struct {
 	// tensors stop the run.
 	AllowUnusedTensors bool     `json:"allow_unused_tensors,omitempty"`
 	UnusedTensors      []string `json:"unused_tensors,omitempty"`
+	// IgnoredTensors: tensors the architecture leaves alone on purpose (a
+	// multimodal checkpoint's vision tower), counted per prefix.
+	IgnoredTensors []IgnoredTensors `json:"ignored_tensors,omitempty"`
 
 	// KVCacheQuant records --kv-cache-quant for a checkpoint with a
 	// quantized KV cache: "on" (keys and values went through the FP8 cache
@@ -275,4 +278,12 @@ type Percentiles struct {
 type Timing struct {
 	Seconds      float64 `json:"seconds"`
 	TokensPerSec float64 `json:"tokens_per_sec"`
+}
+
+// IgnoredTensors counts the tensors of a checkpoint under one prefix that
+// the architecture does not run ("vision tower", "model.visual.", 333).
+type IgnoredTensors struct {
+	What    string `json:"what"`
+	Prefix  string `json:"prefix"`
+	Tensors int    `json:"tensors"`
 }

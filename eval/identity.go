@@ -63,6 +63,10 @@ type Identity struct {
 	// deliberately not applied (the weights alone).
 	KVCacheQuant  string `json:"kv_cache_quant,omitempty"`
 	KVCacheScheme string `json:"kv_cache_scheme,omitempty"`
+	// IgnoredTensors: the checkpoint's tensors the architecture leaves
+	// alone on purpose (a multimodal checkpoint's vision tower), per
+	// prefix (absent when none).
+	IgnoredTensors []compare.IgnoredTensors `json:"ignored_tensors,omitempty"`
 }
 
 // Canonical returns the identity as JSON with sorted keys at every level.
@@ -206,6 +210,7 @@ func Reduce(results []compare.WindowResult, id *Identity) (compare.Result, error
 	res.BPWLayer, res.BPWHead, res.VRAMGB, res.Format = id.BPWLayer, id.BPWHead, id.VRAMGB, id.Format
 	res.AllowUnusedTensors, res.UnusedTensors = id.AllowUnusedTensors, id.UnusedTensors
 	res.KVCacheQuant, res.KVCacheScheme = id.KVCacheQuant, id.KVCacheScheme
+	res.IgnoredTensors = id.IgnoredTensors
 	if res.KLD != nil && id.KLBaseKey != "" {
 		res.KLD.BaseFormat = id.KLBaseFormat
 		res.KLD.BaseKey = id.KLBaseKey

@@ -66,7 +66,9 @@ func Inspect(m *checkpoint.Model) (*Report, error) {
 	return r, nil
 }
 
-var layerRE = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
+// layerRE matches a decoder layer module: model.layers.{i}. or, in a
+// multimodal checkpoint (qwen3_5), model.language_model.layers.{i}.
+var layerRE = regexp.MustCompile(`^model\.(?:language_model\.)?layers\.(\d+)\.`)
 
 // linearModules returns the Linear modules of src (those with a family's
 // marker tensor, weight_packed, or a 2-D weight), sorted by layer then name.

@@ -69,6 +69,7 @@ func New(m *checkpoint.Model, opt Options) (*Backend, error) {
 	}
 	usage := m.TrackUsage()
 	defer usage.Stop()
+	usage.Ignore(m.Config.IgnoredPrefixes) // a vision tower: left alone on purpose, reported by the caller
 	b, err := newBackend(m.Config, checkpointSource{m: m, scheme: scheme}, opt.Threads)
 	if err != nil {
 		return nil, err

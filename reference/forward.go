@@ -38,6 +38,10 @@ type workspace struct {
 	head     []float64 // [V][C] decoded untied lm_head (nil when tied)
 	wblock   []float64 // [vocabBlock][C] decoded block of a tied head
 	logits   []float64 // [headChunk][V]
+	// qwen3_5: qg [T][2·H·D] the gated q_proj output, gate [T][H·D] its
+	// gate half; dn the Gated DeltaNet's buffers (nil otherwise).
+	qg, attGate []float64
+	dn          *deltaWorkspace
 }
 
 // headChunk is the number of positions whose logits are materialised at
@@ -57,7 +61,11 @@ func (ws *workspace) ensure(m *model, T int) {
 	ws.T = T
 	ws.x = grow(ws.x, T*d.C)
 	ws.h = grow(ws.h, T*d.C)
-	ws.xin = grow(ws.xin, T*max(d.C, d.H*d.D, d.W))
+	xinW := max(d.C, d.H*d.D, d.W)
+	if la := m.spec.LinearAttn; la != nil {
+		xinW = max(xinW, la.ValueHeads*la.ValueDim) // out_proj's input
+	}
+	ws.xin = grow(ws.xin, T*xinW)
 	ws.q = grow(ws.q, T*d.H*d.D)
 	ws.k = grow(ws.k, T*d.KV*d.D)
 	ws.v = grow(ws.v, T*d.KV*d.D)
@@ -104,6 +112,16 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	d := m.dims
 	T := len(ids)
 	ws.ensure(m, T)
+	if m.spec.AttnOutputGate {
+		ws.qg = grow(ws.qg, T*2*d.H*d.D)
+		ws.attGate = grow(ws.attGate, T*d.H*d.D)
+	}
+	if m.spec.LinearAttn != nil {
+		if ws.dn == nil {
+			ws.dn = &deltaWorkspace{}
+		}
+		ws.dn.ensure(m.spec, T)
+	}
 	if probe == nil {
 		probe = func(int, string, []float64, int) {}
 	}
@@ -135,7 +153,6 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		}
 	}
 
-	hd, kvd := d.H*d.D, d.KV*d.D
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -145,43 +162,12 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		// Attention block.
 		rmsNorm(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
 		probe(li, arch.SiteAttnNorm, ws.h, d.C)
-		if f := l.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
-			if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.q, hd}, fusedPart{ws.k, kvd}, fusedPart{ws.v, kvd}); err != nil {
+		if l.delta != nil { // qwen3_5: a Gated DeltaNet layer
+			if err := m.deltaNet(ws, l, T); err != nil {
 				return err
 			}
-		} else {
-			if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
-				return err
-			}
-			if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
-				return err
-			}
-			if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
-				return err
-			}
-		}
-		if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
-			rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
-			rmsNorm(ws.k, ws.k, l.kNorm, T*d.KV, d.D, d.eps)
-		}
-		cos, sin := ws.cos, ws.sin
-		if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
-			cos, sin = ws.cosL, ws.sinL
-		}
-		rope(ws.q, cos, sin, T, d.H, d.D)
-		rope(ws.k, cos, sin, T, d.KV, d.D)
-		probe(li, arch.SiteKCache, ws.k, kvd)
-		probe(li, arch.SiteVCache, ws.v, kvd)
-		if m.kvQuant { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
-			quant.FakeQuantKV(ws.k[:T*kvd], l.kv.K, T, d.KV, d.D)
-			quant.FakeQuantKV(ws.v[:T*kvd], l.kv.V, T, d.KV, d.D)
-		}
-		m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
-		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
+		} else if err := m.selfAttention(ws, l, li, T, probe); err != nil {
 			return err
-		}
-		if l.postAttnNorm != nil { // gemma: post_attention_layernorm before the residual add
-			rmsNorm(ws.proj, ws.proj, l.postAttnNorm, T, d.C, d.eps)
 		}
 		probe(li, arch.SiteAttnOut, ws.proj, d.C)
 		for i, v := range ws.proj[:T*d.C] {
@@ -241,6 +227,74 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	}
 	rmsNorm(ws.h, ws.x, m.norm, T, d.C, d.eps)
 	probe(-1, arch.SiteFinalNorm, ws.h, d.C)
+	return nil
+}
+
+// selfAttention computes layer li's softmax attention block of the normed
+// rows ws.h into ws.proj (o_proj's output, after gemma's post norm).
+func (m *model) selfAttention(ws *workspace, l *layerWeights, li, T int, probe probeFunc) error {
+	d := m.dims
+	hd, kvd := d.H*d.D, d.KV*d.D
+	if m.spec.AttnOutputGate { // qwen3_5: q_proj → per head [query | gate]
+		if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.qg, 2*hd); err != nil {
+			return err
+		}
+		for t := 0; t < T; t++ {
+			for h := 0; h < d.H; h++ {
+				src := ws.qg[t*2*hd+h*2*d.D:]
+				copy(ws.q[t*hd+h*d.D:t*hd+(h+1)*d.D], src[:d.D])
+				copy(ws.attGate[t*hd+h*d.D:t*hd+(h+1)*d.D], src[d.D:2*d.D])
+			}
+		}
+		if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
+			return err
+		}
+	} else if f := l.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
+		if err := m.fused(ws, f, ws.h, T, d.C, fusedPart{ws.q, hd}, fusedPart{ws.k, kvd}, fusedPart{ws.v, kvd}); err != nil {
+			return err
+		}
+	} else {
+		if err := m.linear(ws, l.lin[arch.ProjQ], l.bias[arch.ProjQ], ws.h, T, d.C, ws.q, hd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.lin[arch.ProjK], l.bias[arch.ProjK], ws.h, T, d.C, ws.k, kvd); err != nil {
+			return err
+		}
+		if err := m.linear(ws, l.lin[arch.ProjV], l.bias[arch.ProjV], ws.h, T, d.C, ws.v, kvd); err != nil {
+			return err
+		}
+	}
+	if l.qNorm != nil { // qwen3: RMSNorm over each head, before RoPE
+		rmsNorm(ws.q, ws.q, l.qNorm, T*d.H, d.D, d.eps)
+		rmsNorm(ws.k, ws.k, l.kNorm, T*d.KV, d.D, d.eps)
+	}
+	cos, sin := ws.cos, ws.sin
+	if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
+		cos, sin = ws.cosL, ws.sinL
+	}
+	rope(ws.q, cos, sin, T, d.H, d.D, len(m.invFreq))
+	rope(ws.k, cos, sin, T, d.KV, d.D, len(m.invFreq))
+	probe(li, arch.SiteKCache, ws.k, kvd)
+	probe(li, arch.SiteVCache, ws.v, kvd)
+	if m.kvQuant { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
+		quant.FakeQuantKV(ws.k[:T*kvd], l.kv.K, T, d.KV, d.D)
+		quant.FakeQuantKV(ws.v[:T*kvd], l.kv.V, T, d.KV, d.D)
+	}
+	m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
+	if m.spec.AttnOutputGate { // attn_output · sigmoid(gate)
+		for i, g := range ws.attGate[:T*hd] {
+			ws.att[i] *= 1 / (1 + detmath.Exp(-g))
+		}
+	}
+	if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
+		return err
+	}
+	if l.postAttnNorm != nil { // gemma: post_attention_layernorm before the residual add
+		rmsNorm(ws.proj, ws.proj, l.postAttnNorm, T, d.C, d.eps)
+	}
 	return nil
 }
 
@@ -304,18 +358,21 @@ func rmsNorm(dst, x, w []float64, rows, n int, eps float64) {
 }
 
 // rope applies rotate-half RoPE in place to x [T][heads·D]:
-// x·cos + rotate_half(x)·sin with rotate_half(x) = cat(-x2, x1).
-func rope(x, cos, sin []float64, T, heads, D int) {
+// x·cos + rotate_half(x)·sin with rotate_half(x) = cat(-x2, x1), over the
+// first 2·rot dimensions of each head (rot = D/2 unless partial rotary,
+// qwen3_5's apply_rotary_pos_emb: the rest pass unchanged). The tables
+// hold D/2 entries per position, the first rot used.
+func rope(x, cos, sin []float64, T, heads, D, rot int) {
 	half := D / 2
 	for t := 0; t < T; t++ {
-		c := cos[t*half : (t+1)*half]
-		s := sin[t*half : (t+1)*half]
+		c := cos[t*half : t*half+rot]
+		s := sin[t*half : t*half+rot]
 		for h := 0; h < heads; h++ {
 			v := x[(t*heads+h)*D : (t*heads+h+1)*D]
-			for i := 0; i < half; i++ {
-				a, b := v[i], v[i+half]
+			for i := 0; i < rot; i++ {
+				a, b := v[i], v[i+rot]
 				v[i] = float64(a*c[i]) - float64(b*s[i]) // products rounded: never fused
-				v[i+half] = float64(b*c[i]) + float64(a*s[i])
+				v[i+rot] = float64(b*c[i]) + float64(a*s[i])
 			}
 		}
 	}

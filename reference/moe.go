@@ -99,5 +99,43 @@ func (m *model) mixture(ws *workspace, l *layerWeights, T int, probeRouter func(
 			}
 		}
 	}
+	if moe.SharedIntermediate > 0 {
+		return m.sharedExpert(ws, l, T)
+	}
+	return nil
+}
+
+// sharedExpert adds qwen3_5_moe's shared expert to ws.proj
+// (Qwen3_5MoeSparseMoeBlock.forward): every row h gets
+// sigmoid(shared_expert_gate(h)) · down(silu(gate(h)) ⊙ up(h)), the MLP of
+// width shared_expert_intermediate_size, after the routed experts' sum.
+func (m *model) sharedExpert(ws *workspace, l *layerWeights, T int) error {
+	d := m.dims
+	W := m.spec.MoE.SharedIntermediate
+	gate, up := ws.gate[:T*W], ws.up[:T*W]
+	if err := m.linear(ws, l.lin[arch.ProjSharedGate], nil, ws.h, T, d.C, gate, W); err != nil {
+		return err
+	}
+	if err := m.linear(ws, l.lin[arch.ProjSharedUp], nil, ws.h, T, d.C, up, W); err != nil {
+		return err
+	}
+	for i, g := range gate {
+		gate[i] = g / (1 + detmath.Exp(-g)) * up[i]
+	}
+	y := ws.moeOut[:T*d.C]
+	if err := m.linear(ws, l.lin[arch.ProjSharedDown], nil, gate, T, W, y, d.C); err != nil {
+		return err
+	}
+	sg := ws.moeIn[:T] // the gate's [T][1] logits
+	if err := m.linear(ws, l.lin[arch.ProjSharedExpertGate], nil, ws.h, T, d.C, sg, 1); err != nil {
+		return err
+	}
+	out := ws.proj[:T*d.C]
+	for t := 0; t < T; t++ {
+		s := 1 / (1 + detmath.Exp(-sg[t]))
+		for c, v := range y[t*d.C : (t+1)*d.C] {
+			out[t*d.C+c] += s * v
+		}
+	}
 	return nil
 }

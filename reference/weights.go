@@ -147,6 +147,16 @@ type layerWeights struct {
 	// kv: the layer's KV cache scales when the checkpoint quantizes its
 	// KV cache (read whether or not model.kvQuant applies them).
 	kv *quant.KVScales
+	// delta is a Gated DeltaNet layer's dense tensors (nil in an attention
+	// layer); its Linears are lin[arch.ProjInQKV … arch.ProjOut].
+	delta *deltaWeights
+}
+
+// deltaWeights are the dense tensors of a Gated DeltaNet layer.
+type deltaWeights struct {
+	conv         []float64 // [ConvDim][kernel] (conv1d.weight [ConvDim, 1, kernel])
+	aLog, dtBias []float64 // [value heads]
+	norm         []float64 // [value dim], Qwen3_5RMSNormGated's weight (no offset)
 }
 
 // model is a bound checkpoint.
@@ -241,16 +251,17 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		}
 		return l, nil
 	}
-	emb, err := src.Rows(arch.EmbedName)
+	embName := spec.EmbedTensor()
+	emb, err := src.Rows(embName)
 	if err != nil {
-		return nil, fmt.Errorf("reference: %s: %w", arch.EmbedName, err)
+		return nil, fmt.Errorf("reference: %s: %w", embName, err)
 	}
 	if r, c := emb.Shape(); r != d.V || c != d.C {
-		return nil, fmt.Errorf("reference: %s: tensor %q has shape [%d %d], want [%d %d] from config.json", src.Where(arch.EmbedName), arch.EmbedName, r, c, d.V, d.C)
+		return nil, fmt.Errorf("reference: %s: tensor %q has shape [%d %d], want [%d %d] from config.json", src.Where(embName), embName, r, c, d.V, d.C)
 	}
 	m.embed = emb
 	m.vocabBlock = defaultVocabBlock(d.V, d.C)
-	if m.norm, err = norm(arch.FinalNormName, d.C); err != nil {
+	if m.norm, err = norm(spec.FinalNormTensor(), d.C); err != nil {
 		return nil, err
 	}
 	if !spec.TiedHead {
@@ -277,6 +288,28 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 		}
 		if spec.Sparse(i) {
 			l.experts = make([][arch.NumProj]quant.Linear, spec.MoE.Experts)
+		}
+		if spec.LinearLayer(i) {
+			la := spec.LinearAttn
+			dw := &deltaWeights{}
+			conv, shape, err := src.Float64(names.Conv)
+			if err != nil {
+				return nil, fmt.Errorf("reference: %s: %w", names.Conv, err)
+			}
+			if len(shape) != 3 || shape[0] != spec.ConvDim() || shape[1] != 1 || shape[2] != la.ConvKernel {
+				return nil, fmt.Errorf("reference: %s: tensor %q has shape %v, want [%d 1 %d]", src.Where(names.Conv), names.Conv, shape, spec.ConvDim(), la.ConvKernel)
+			}
+			dw.conv = conv
+			if dw.aLog, err = vec(names.ALog, la.ValueHeads); err != nil {
+				return nil, err
+			}
+			if dw.dtBias, err = vec(names.DtBias, la.ValueHeads); err != nil {
+				return nil, err
+			}
+			if dw.norm, err = vec(names.GatedNorm, la.ValueDim); err != nil {
+				return nil, err
+			}
+			l.delta = dw
 		}
 		for _, al := range spec.LayerLinears(i) {
 			dst := &l.lin[al.Proj]

@@ -78,8 +78,12 @@ type layerDev struct {
 	// GEMM-dtype rounding; 0 when the router's input is quantized (it then
 	// runs as lin[arch.ProjRouter]).
 	router32 device.Ptr
-	arena    device.Ptr // the one allocation holding all of the above (experts included)
-	fuse     [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
+	// A Gated DeltaNet layer (qwen3_5): conv1d weight [ConvDim][kernel],
+	// A_log and dt_bias [value heads], the gated norm's weight [value dim],
+	// all fp32; 0 in an attention layer.
+	conv, aLog, dtBias, gnorm device.Ptr
+	arena                     device.Ptr // the one allocation holding all of the above (experts included)
+	fuse                      [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,
@@ -112,7 +116,12 @@ type devState struct {
 	top           device.Ptr
 	topCap        int
 	xaCastOf      device.Ptr // fp32 buffer whose plain cast xa currently holds (0: none)
-	active        bool       // holds per-window buffers
+	// qwen3_5 (0 otherwise): qg [T][2Q] gated q_proj output, qgate [T][Q];
+	// the Gated DeltaNet's mixed and conv [T][ConvDim], z and core [T][nv·dv],
+	// lb and la [T][nv], state [nv·dv·dk].
+	qg, qgate                         device.Ptr
+	mixed, conv, z, core, lb, la, dst device.Ptr
+	active                            bool // holds per-window buffers
 }
 
 // New loads the model described by m onto devs (layers split in order by
@@ -178,6 +187,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 			}
 		}
 	}
+	usage.Ignore(m.Config.IgnoredPrefixes) // a vision tower: left alone on purpose, reported by the caller
 
 	// Pass 1: sizes only (host copies are dropped).
 	in := planInput{layerBytes: make([]int64, spec.Layers)}
@@ -298,7 +308,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	// embedding on device 0, head (and its embedding copy when tied) on the head device
 	d0, dh := b.devs[0], b.devs[b.headDev]
 	if d0.embed, err = allocCopy(d0.d, embRaw); err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", arch.EmbedName, err)
+		return nil, fmt.Errorf("cuda: %s: %w", spec.EmbedTensor(), err)
 	}
 	d0.embedDT = embDT
 	if spec.TiedHead {
@@ -311,7 +321,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	} else if dh.head, err = upload(dh.d, head); err != nil {
 		return nil, err
 	}
-	norm, err := ld.norm(arch.FinalNormName, C)
+	norm, err := ld.norm(spec.FinalNormTensor(), C)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +392,7 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 		n int64
 	}{
 		{&ds.x, t * int64(C) * 4}, {&ds.h, t * int64(C) * 4}, {&ds.proj, t * int64(C) * 4},
-		{&ds.xa, t * int64(max(C, Q, I)*b.gemmDT.Size())},
+		{&ds.xa, t * int64(max(C, Q, I, linearWidth(s))*b.gemmDT.Size())},
 		{&ds.q, t * int64(Q) * 4}, {&ds.att, t * int64(Q) * 4}, {&ds.k, t * int64(KV) * 4}, {&ds.v, t * int64(KV) * 4},
 		{&ds.gate, t * int64(I) * 4}, {&ds.up, t * int64(I) * 4}, {&ds.ids, t * 4},
 		{&ds.cos, t * int64(D/2) * 4}, {&ds.sin, t * int64(D/2) * 4},
@@ -396,6 +406,25 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 			p *device.Ptr
 			n int64
 		}{&ds.sinL, t * int64(D/2) * 4})
+	}
+	if s.AttnOutputGate {
+		bufs = append(bufs, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.qg, t * int64(2*Q) * 4}, struct {
+			p *device.Ptr
+			n int64
+		}{&ds.qgate, t * int64(Q) * 4})
+	}
+	if la := s.LinearAttn; la != nil {
+		v, cd := int64(la.ValueHeads*la.ValueDim), int64(s.ConvDim())
+		for _, a := range []struct {
+			p *device.Ptr
+			n int64
+		}{{&ds.mixed, t * cd * 4}, {&ds.conv, t * cd * 4}, {&ds.z, t * v * 4}, {&ds.core, t * v * 4},
+			{&ds.lb, t * int64(la.ValueHeads) * 4}, {&ds.la, t * int64(la.ValueHeads) * 4}, {&ds.dst, v * int64(la.KeyDim) * 4}} {
+			bufs = append(bufs, a)
+		}
 	}
 	if s.MoE != nil {
 		bufs = append(bufs, struct {
@@ -458,7 +487,7 @@ func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float
 	D := b.spec.HeadDim
 	cs, sn := make([]float32, T*D/2), make([]float32, T*D/2)
 	for p := 0; p < T; p++ {
-		for j := 0; j < D/2; j++ {
+		for j := range inv { // D/2 frequencies, fewer with partial rotary (qwen3_5)
 			ang := float64(p) * inv[j]
 			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)), float32(math.Sin(ang))
 		}
@@ -521,6 +550,7 @@ func (b *Backend) free() {
 func (ds *devState) all() []device.Ptr {
 	ps := []device.Ptr{ds.scratch, ds.x, ds.h, ds.proj, ds.xa, ds.q, ds.att, ds.k, ds.v, ds.gate, ds.up, ds.moeIn, ds.moeOut, ds.ids, ds.cos, ds.sin, ds.cosL, ds.sinL,
 		ds.qa, ds.ka, ds.va, ds.scores, ds.weights, ds.qkv, ds.gu,
+		ds.qg, ds.qgate, ds.mixed, ds.conv, ds.z, ds.core, ds.lb, ds.la, ds.dst,
 		ds.embed, ds.finalNorm, ds.logits, ds.base, ds.targets, ds.nll, ds.kl, ds.top}
 	for _, l := range ds.layers {
 		if l.arena != 0 { // the layer's tensors are pieces of its arena
@@ -582,7 +612,8 @@ func (b *Backend) Close() error {
 // computed as the llama graph (a wrong number). Every declared family is
 // computed today: gemma's (1 + weight) norms, embedding scale, sandwich
 // norms, tanh-gelu MLP, query_pre_attn_scalar, local RoPE and soft-capping
-// have their kernels (kernels/gemma.cu, issue 14).
+// have their kernels (kernels/gemma.cu, issue 14), qwen3_5's Gated DeltaNet,
+// output gate, partial rotary and shared expert theirs (kernels/deltanet.cu).
 func Supports(spec *arch.Spec) error {
 	var miss []string
 	if len(miss) > 0 {
@@ -599,4 +630,13 @@ func f32s(v []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
+}
+
+// linearWidth is the widest Linear input of a Gated DeltaNet layer
+// (out_proj's value heads·value dim), 0 without one.
+func linearWidth(s *arch.Spec) int {
+	if la := s.LinearAttn; la != nil {
+		return la.ValueHeads * la.ValueDim
+	}
+	return 0
 }

@@ -86,7 +86,7 @@ func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows in
 // (attention.go) and soft-capped logits (headChunk).
 func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) error {
 	s := b.spec
-	T, C, H, KVH, D, I := len(ids), s.Hidden, s.Heads, s.KVHeads, s.HeadDim, s.Intermediate
+	T, C, I := len(ids), s.Hidden, s.Intermediate
 	eps := float32(s.Eps)
 	ds := b.devs[0]
 	if err := ds.d.CopyIn(ds.ids, i32Bytes(ids)); err != nil {
@@ -146,61 +146,12 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteAttnNorm, ds.h, C); err != nil {
 				return err
 			}
-			if f := lw.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
-				if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.q, H * D}, fusedPart{ds.k, KVH * D}, fusedPart{ds.v, KVH * D}); err != nil {
+			if lw.conv != 0 { // qwen3_5: a Gated DeltaNet layer
+				if err := b.deltaNet(ds, lw, T); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
-			} else if lw.fuse[fuseQKV] && fitsElems(T, (H+2*KVH)*D) { // one GEMM, then split (fuse.go)
-				if err := b.linearFused(ds, []*devLinear{lw.lin[arch.ProjQ], lw.lin[arch.ProjK], lw.lin[arch.ProjV]}, ds.h, T, ds.qkv); err != nil {
-					return fmt.Errorf("layer %d: %w", li, err)
-				}
-				if err := device.LaunchSplitQKV(d, ds.q, ds.k, ds.v, ds.qkv, lw.bias[arch.ProjQ], lw.bias[arch.ProjK], lw.bias[arch.ProjV],
-					T, H*D, KVH*D); err != nil {
-					return err
-				}
-			} else {
-				for _, p := range []struct {
-					proj arch.Proj
-					out  device.Ptr
-				}{{arch.ProjQ, ds.q}, {arch.ProjK, ds.k}, {arch.ProjV, ds.v}} {
-					if err := b.linear(ds, lw.lin[p.proj], ds.h, T, p.out, lw.bias[p.proj]); err != nil {
-						return fmt.Errorf("layer %d: %w", li, err)
-					}
-				}
-			}
-			if lw.qNorm != 0 {
-				if err := norm(ds.q, ds.q, lw.qNorm, T*H, D); err != nil {
-					return err
-				}
-				if err := norm(ds.k, ds.k, lw.kNorm, T*KVH, D); err != nil {
-					return err
-				}
-			}
-			cs, sn := ds.cos, ds.sin
-			if s.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
-				cs, sn = ds.cosL, ds.sinL
-			}
-			if err := device.LaunchRope(d, ds.q, cs, sn, T, H, D); err != nil {
+			} else if err := b.selfAttention(ds, lw, li, T); err != nil {
 				return err
-			}
-			if err := device.LaunchRope(d, ds.k, cs, sn, T, KVH, D); err != nil {
-				return err
-			}
-			if b.kv != nil { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
-				if err := b.kvCache(ds, li, T); err != nil {
-					return err
-				}
-			}
-			if err := b.attend(ds, T, b.spec.Window(li)); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
-			}
-			if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
-			}
-			if lw.postAttnNorm != 0 { // gemma: post_attention_layernorm before the residual add
-				if err := norm(ds.proj, ds.proj, lw.postAttnNorm, T, C); err != nil {
-					return err
-				}
 			}
 			if err := pr(ds, li, arch.SiteAttnOut, ds.proj, C); err != nil {
 				return err
@@ -274,6 +225,105 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 		return err
 	}
 	return pr(hd, -1, arch.SiteFinalNorm, hd.h, C)
+}
+
+// selfAttention computes layer li's softmax attention of the normed rows
+// ds.h into ds.proj (o_proj's output, after gemma's post norm).
+// Reference: reference.selfAttention.
+func (b *Backend) selfAttention(ds *devState, lw *layerDev, li, T int) error {
+	s := b.spec
+	C, H, KVH, D := s.Hidden, s.Heads, s.KVHeads, s.HeadDim
+	d := ds.d
+	norm := func(out, in, w device.Ptr, rows, cols int) error {
+		return device.LaunchRMSNorm(d, out, in, w, rows, cols, float32(s.Eps))
+	}
+	if s.AttnOutputGate { // qwen3_5: q_proj → per head [query | gate]
+		if err := b.linear(ds, lw.lin[arch.ProjQ], ds.h, T, ds.qg, lw.bias[arch.ProjQ]); err != nil {
+			return fmt.Errorf("layer %d: %w", li, err)
+		}
+		if err := launchSplitQGate(d, ds.q, ds.qgate, ds.qg, T, H, D); err != nil {
+			return err
+		}
+		for _, p := range []struct {
+			proj arch.Proj
+			out  device.Ptr
+		}{{arch.ProjK, ds.k}, {arch.ProjV, ds.v}} {
+			if err := b.linear(ds, lw.lin[p.proj], ds.h, T, p.out, lw.bias[p.proj]); err != nil {
+				return fmt.Errorf("layer %d: %w", li, err)
+			}
+		}
+	} else if f := lw.lin[arch.ProjQKV]; f != nil { // phi3: one fused projection
+		if err := b.linearParts(ds, f, ds.h, T, fusedPart{ds.q, H * D}, fusedPart{ds.k, KVH * D}, fusedPart{ds.v, KVH * D}); err != nil {
+			return fmt.Errorf("layer %d: %w", li, err)
+		}
+	} else if lw.fuse[fuseQKV] && fitsElems(T, (H+2*KVH)*D) { // one GEMM, then split (fuse.go)
+		if err := b.linearFused(ds, []*devLinear{lw.lin[arch.ProjQ], lw.lin[arch.ProjK], lw.lin[arch.ProjV]}, ds.h, T, ds.qkv); err != nil {
+			return fmt.Errorf("layer %d: %w", li, err)
+		}
+		if err := device.LaunchSplitQKV(d, ds.q, ds.k, ds.v, ds.qkv, lw.bias[arch.ProjQ], lw.bias[arch.ProjK], lw.bias[arch.ProjV],
+			T, H*D, KVH*D); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range []struct {
+			proj arch.Proj
+			out  device.Ptr
+		}{{arch.ProjQ, ds.q}, {arch.ProjK, ds.k}, {arch.ProjV, ds.v}} {
+			if err := b.linear(ds, lw.lin[p.proj], ds.h, T, p.out, lw.bias[p.proj]); err != nil {
+				return fmt.Errorf("layer %d: %w", li, err)
+			}
+		}
+	}
+	if lw.qNorm != 0 {
+		if err := norm(ds.q, ds.q, lw.qNorm, T*H, D); err != nil {
+			return err
+		}
+		if err := norm(ds.k, ds.k, lw.kNorm, T*KVH, D); err != nil {
+			return err
+		}
+	}
+	cs, sn := ds.cos, ds.sin
+	if s.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
+		cs, sn = ds.cosL, ds.sinL
+	}
+	if s.RotaryDim != D { // qwen3_5: partial rotary
+		R := (s.RotaryDim + 1) / 2
+		if err := launchRopePartial(d, ds.q, cs, sn, T, H, D, R); err != nil {
+			return err
+		}
+		if err := launchRopePartial(d, ds.k, cs, sn, T, KVH, D, R); err != nil {
+			return err
+		}
+	} else {
+		if err := device.LaunchRope(d, ds.q, cs, sn, T, H, D); err != nil {
+			return err
+		}
+		if err := device.LaunchRope(d, ds.k, cs, sn, T, KVH, D); err != nil {
+			return err
+		}
+	}
+	if b.kv != nil { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
+		if err := b.kvCache(ds, li, T); err != nil {
+			return err
+		}
+	}
+	if err := b.attend(ds, T, b.spec.Window(li)); err != nil {
+		return fmt.Errorf("layer %d: %w", li, err)
+	}
+	if s.AttnOutputGate { // attn_output · sigmoid(gate)
+		if err := launchSigmoidMul(d, ds.att, ds.qgate, T*H*D); err != nil {
+			return err
+		}
+	}
+	if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {
+		return fmt.Errorf("layer %d: %w", li, err)
+	}
+	if lw.postAttnNorm != 0 { // gemma: post_attention_layernorm before the residual add
+		if err := norm(ds.proj, ds.proj, lw.postAttnNorm, T, C); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // headChunk computes logits rows [r0, r1) of the head device's h into its

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends/cuda/device"
@@ -21,12 +22,18 @@ type loader struct {
 // vec reads a 1-D tensor (norm weight or bias) as fp32 bytes (exact for
 // BF16/F16/F32 checkpoints).
 func (ld *loader) vec(name string, n int) ([]byte, error) {
-	v, shape, err := ld.m.ReadFloat64(name)
+	return ld.tensor(name, []int{n})
+}
+
+// tensor reads a small dense tensor of the given shape as fp32 bytes (the
+// Gated DeltaNet's conv1d weight [ConvDim, 1, kernel]; see vec).
+func (ld *loader) tensor(name string, shape []int) ([]byte, error) {
+	v, got, err := ld.m.ReadFloat64(name)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", name, err)
 	}
-	if len(shape) != 1 || shape[0] != n || len(v) != n {
-		return nil, fmt.Errorf("cuda: %s: shape %v, want [%d]", name, shape, n)
+	if !slices.Equal(got, shape) {
+		return nil, fmt.Errorf("cuda: %s: shape %v, want %v", name, got, shape)
 	}
 	return f64ToF32Bytes(v), nil
 }
@@ -70,7 +77,9 @@ type vecSpec struct {
 	name string
 	n    int
 	dst  func(*layerDev) *device.Ptr
-	norm bool // an RMSNorm weight (gemma: uploaded as 1 + weight)
+	norm bool // an RMSNorm weight (gemma, qwen3_5: uploaded as 1 + weight)
+	// shape, when set, replaces [n] (the conv1d weight [ConvDim, 1, kernel]).
+	shape []int
 }
 
 // layerVecs lists layer i's 1-D tensors (norms, then the biases by
@@ -79,16 +88,24 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 	s := ld.spec
 	l := s.Layer(i)
 	all := []vecSpec{
-		{l.AttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.attnNorm }, true},
-		{l.MLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.mlpNorm }, true},
-		{l.QNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.qNorm }, true},
-		{l.KNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.kNorm }, true},
-		{l.PostAttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postAttnNorm }, true},
-		{l.PostMLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMLPNorm }, true},
+		{l.AttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.attnNorm }, true, nil},
+		{l.MLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.mlpNorm }, true, nil},
+		{l.QNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.qNorm }, true, nil},
+		{l.KNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.kNorm }, true, nil},
+		{l.PostAttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postAttnNorm }, true, nil},
+		{l.PostMLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMLPNorm }, true, nil},
+	}
+	if s.LinearLayer(i) {
+		la := s.LinearAttn
+		all = append(all,
+			vecSpec{l.Conv, s.ConvDim() * la.ConvKernel, func(lw *layerDev) *device.Ptr { return &lw.conv }, false, []int{s.ConvDim(), 1, la.ConvKernel}},
+			vecSpec{l.ALog, la.ValueHeads, func(lw *layerDev) *device.Ptr { return &lw.aLog }, false, nil},
+			vecSpec{l.DtBias, la.ValueHeads, func(lw *layerDev) *device.Ptr { return &lw.dtBias }, false, nil},
+			vecSpec{l.GatedNorm, la.ValueDim, func(lw *layerDev) *device.Ptr { return &lw.gnorm }, false, nil}) // Qwen3_5RMSNormGated: no offset
 	}
 	for _, al := range s.LayerLinears(i) {
 		p := al.Proj
-		all = append(all, vecSpec{l.Bias(p), al.Out, func(lw *layerDev) *device.Ptr { return &lw.bias[p] }, false})
+		all = append(all, vecSpec{l.Bias(p), al.Out, func(lw *layerDev) *device.Ptr { return &lw.bias[p] }, false, nil})
 	}
 	return all
 }
@@ -97,13 +114,13 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 // exists with its length, before anything is allocated; it also marks them
 // as used for the unused-tensor check.
 func (ld *loader) checkVecs() error {
-	check := func(name string, n int) error {
+	check := func(name string, shape []int) error {
 		ti, ok := ld.m.Tensor(name)
 		if !ok {
 			return fmt.Errorf("cuda: %s: missing tensor %s", ld.m.Dir, name)
 		}
-		if len(ti.Shape) != 1 || ti.Shape[0] != n {
-			return fmt.Errorf("cuda: %s: shape %v, want [%d]", name, ti.Shape, n)
+		if !slices.Equal(ti.Shape, shape) {
+			return fmt.Errorf("cuda: %s: shape %v, want %v", name, ti.Shape, shape)
 		}
 		return nil
 	}
@@ -112,12 +129,16 @@ func (ld *loader) checkVecs() error {
 			if v.name == "" {
 				continue
 			}
-			if err := check(v.name, v.n); err != nil {
+			shape := v.shape
+			if shape == nil {
+				shape = []int{v.n}
+			}
+			if err := check(v.name, shape); err != nil {
 				return err
 			}
 		}
 	}
-	return check(arch.FinalNormName, ld.spec.Hidden)
+	return check(ld.spec.FinalNormTensor(), []int{ld.spec.Hidden})
 }
 
 // layerSize returns layer i's device bytes (the size of its arena: every
@@ -176,7 +197,13 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		if v.norm {
 			read = ld.norm
 		}
-		b, err := read(v.name, v.n)
+		var b []byte
+		var err error
+		if v.shape != nil {
+			b, err = ld.tensor(v.name, v.shape)
+		} else {
+			b, err = read(v.name, v.n)
+		}
 		if err != nil {
 			return lw, err
 		}
@@ -232,24 +259,25 @@ func (ld *loader) router32(d device.Device, al arch.Linear) (device.Ptr, error) 
 // embedding returns the embedding table's bytes and dtype (F64 → F32).
 func (ld *loader) embedding() ([]byte, device.DType, error) {
 	s := ld.spec
-	ti, ok := ld.m.Tensor(arch.EmbedName)
+	name := s.EmbedTensor()
+	ti, ok := ld.m.Tensor(name)
 	if !ok {
-		return nil, 0, fmt.Errorf("cuda: missing tensor %s", arch.EmbedName)
+		return nil, 0, fmt.Errorf("cuda: missing tensor %s", name)
 	}
 	if len(ti.Shape) != 2 || ti.Shape[0] != s.Vocab || ti.Shape[1] != s.Hidden {
-		return nil, 0, fmt.Errorf("cuda: %s: shape %v, want [%d %d]", arch.EmbedName, ti.Shape, s.Vocab, s.Hidden)
+		return nil, 0, fmt.Errorf("cuda: %s: shape %v, want [%d %d]", name, ti.Shape, s.Vocab, s.Hidden)
 	}
 	if dt, ok := dtypeCode(string(ti.DType)); ok {
-		raw, err := ld.m.ReadRaw(arch.EmbedName)
+		raw, err := ld.m.ReadRaw(name)
 		if err != nil {
 			return nil, 0, fmt.Errorf("cuda: %w", err)
 		}
 		if len(raw) != s.Vocab*s.Hidden*dt.Size() {
-			return nil, 0, fmt.Errorf("cuda: %s: %d bytes, want %d", arch.EmbedName, len(raw), s.Vocab*s.Hidden*dt.Size())
+			return nil, 0, fmt.Errorf("cuda: %s: %d bytes, want %d", name, len(raw), s.Vocab*s.Hidden*dt.Size())
 		}
 		return raw, dt, nil
 	}
-	v, _, err := ld.m.ReadFloat64(arch.EmbedName)
+	v, _, err := ld.m.ReadFloat64(name)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cuda: %w", err)
 	}

@@ -127,5 +127,36 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int, probeRouter func(lo
 		}
 	}
 	ds.xaCastOf = 0
-	return d.CopyIn(ds.proj, f32Bytes(acc))
+	if err := d.CopyIn(ds.proj, f32Bytes(acc)); err != nil {
+		return err
+	}
+	if s.MoE.SharedIntermediate > 0 {
+		return b.sharedExpert(ds, lw, T)
+	}
+	return nil
+}
+
+// sharedExpert adds qwen3_5_moe's shared expert to ds.proj:
+// sigmoid(shared_expert_gate(h))·down(silu(gate(h))·up(h)) for every row.
+// Reference: reference.sharedExpert.
+func (b *Backend) sharedExpert(ds *devState, lw *layerDev, T int) error {
+	d := ds.d
+	W := b.spec.MoE.SharedIntermediate
+	if err := b.linear(ds, lw.lin[arch.ProjSharedGate], ds.h, T, ds.gate, 0); err != nil {
+		return fmt.Errorf("shared expert: %w", err)
+	}
+	if err := b.linear(ds, lw.lin[arch.ProjSharedUp], ds.h, T, ds.up, 0); err != nil {
+		return fmt.Errorf("shared expert: %w", err)
+	}
+	if err := device.LaunchSiluMul(d, ds.gate, ds.gate, ds.up, T*W); err != nil {
+		return err
+	}
+	if err := b.linear(ds, lw.lin[arch.ProjSharedDown], ds.gate, T, ds.moeOut, 0); err != nil {
+		return fmt.Errorf("shared expert: %w", err)
+	}
+	ds.xaCastOf = 0
+	if err := b.linear(ds, lw.lin[arch.ProjSharedExpertGate], ds.h, T, ds.moeIn, 0); err != nil { // [T][1] logits
+		return fmt.Errorf("shared expert gate: %w", err)
+	}
+	return launchSigmoidAddRows(d, ds.proj, ds.moeOut, ds.moeIn, T, b.spec.Hidden)
 }

@@ -223,8 +223,12 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	defer be.Close()
 	id := o.identity(m, be.Info(), data, klMode, modelHash, shard, base, stderr)
 	id.KVCacheQuant, id.KVCacheScheme = kvState, kvScheme
+	id.IgnoredTensors = m.ignoredTensors()
+	for _, g := range id.IgnoredTensors { // a vision tower: not evaluated, on purpose
+		fmt.Fprintf(stderr, "qppl: ignored: %s %d tensors (%s*)\n", g.What, g.Tensors, g.Prefix)
+	}
 	if o.Backend.AllowUnused {
-		id.AllowUnusedTensors, id.UnusedTensors = true, usage.Unused()
+		id.AllowUnusedTensors, id.UnusedTensors = true, m.withoutIgnored(usage.Unused())
 		if len(id.UnusedTensors) > 0 {
 			fmt.Fprintf(stderr, "qppl: warning: --allow-unused-tensors: %d tensor(s) of %s are not used: %s\n", len(id.UnusedTensors), dir, strings.Join(id.UnusedTensors, ", "))
 		}

@@ -55,6 +55,10 @@ func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64,
 		return 4, 256, 1e-6, 1e4, true
 	case "gemma3_text":
 		return 4, 256, 1e-6, 1e6, true
+	case "qwen3_5", "qwen3_5_text": // Qwen3_5TextConfig
+		return 4, 256, 1e-6, 1e4, true
+	case "qwen3_5_moe", "qwen3_5_moe_text": // Qwen3_5MoeTextConfig
+		return 2, 256, 1e-6, 1e4, true
 	}
 	return 0, 0, 0, 0, false
 }
@@ -104,7 +108,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		}
 		return s, s.layout(cfg.AttentionBias)
 	}
-	raw := cfg.Raw
+	raw := cfg.Raw // replaced by text_config's object for a multimodal qwen3_5
 	var s settings
 	str := func(key string) string {
 		var v string
@@ -134,6 +138,22 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	if !ok {
 		return s, fmt.Errorf("oracle: unsupported model_type %q", s.modelType)
 	}
+	q35 := isQwen35(s.modelType)
+	tiedDef := s.modelType == "gemma2" || s.modelType == "gemma3_text" // Gemma2Config ties by default
+	if q35 && has("text_config") {
+		// Qwen3_5Config: the text model's keys are under text_config; the
+		// wrapper's own tie_word_embeddings (False by default) decides.
+		tiedDef = boolean("tie_word_embeddings", false)
+		var sub map[string]json.RawMessage
+		if err := json.Unmarshal(raw["text_config"], &sub); err != nil {
+			return s, fmt.Errorf("oracle: text_config: %v", err)
+		}
+		if _, top := raw["tie_word_embeddings"]; !top {
+			_ = json.Unmarshal(sub["tie_word_embeddings"], &tiedDef)
+		}
+		raw = sub
+		delete(raw, "tie_word_embeddings")
+	}
 	s.vocab = int(num("vocab_size", 0))
 	s.hidden = int(num("hidden_size", 0))
 	s.inter = int(num("intermediate_size", 0))
@@ -149,7 +169,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	s.headDim = int(num("head_dim", float64(hdDef)))
 	s.eps = num("rms_norm_eps", epsDef)
 	s.theta = num("rope_theta", thetaDef)
-	s.tied = boolean("tie_word_embeddings", s.modelType == "gemma2" || s.modelType == "gemma3_text") // Gemma2Config ties by default
+	s.tied = boolean("tie_word_embeddings", tiedDef)
 	rope, theta, err := readRope(raw)
 	if err != nil {
 		return s, err
@@ -175,6 +195,21 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			}
 			s.moe = m
 		}
+	}
+	if s.modelType == "qwen3_5_moe" || s.modelType == "qwen3_5_moe_text" {
+		// Qwen3_5MoeDecoderLayer: every layer a Qwen3_5MoeSparseMoeBlock
+		// (256 experts of 512, top 8, always renormalised); there is no
+		// intermediate_size: arch and the oracle size buffers by the experts'.
+		m := &checkpoint.MoE{Experts: int(num("num_experts", 256)), TopK: int(num("num_experts_per_tok", 8)),
+			Intermediate: int(num("moe_intermediate_size", 512)), NormTopK: true, Sparse: make([]bool, s.layers),
+			SharedIntermediate: int(num("shared_expert_intermediate_size", 512))}
+		for i := range m.Sparse {
+			m.Sparse[i] = true
+		}
+		if !has("intermediate_size") {
+			s.inter = m.Intermediate
+		}
+		s.moe = m
 	}
 	if s.modelType == "mixtral" {
 		// MixtralDecoderLayer: every layer is a MixtralSparseMoeBlock of
@@ -269,6 +304,8 @@ func (s *settings) layout(attentionBias bool) error {
 	case "gemma2": // Gemma2Attention: bias=config.attention_bias on q, k, v, o
 		s.qkvBias, s.oBias = attentionBias, attentionBias
 	case "gemma3_text": // Gemma3Attention: the same plus q_norm, k_norm
+		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
+	case "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text": // Qwen3_5Attention
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
 	default:
 		return fmt.Errorf("oracle: unsupported model_type %q", s.modelType)

@@ -36,6 +36,13 @@ type Options struct {
 // the log-softmax of the logits at every position: lp[p][v] is
 // log P(next token = v | tokens[0..p]).
 func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) ([][]float64, error) {
+	if cfg != nil && cfg.Raw != nil && isQwen35(cfg.ModelType) {
+		st, err := readSettings(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return q35LogProbs(cfg, st, get, tokens, opt)
+	}
 	net, err := load(cfg, get)
 	if err != nil {
 		return nil, err

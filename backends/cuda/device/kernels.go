@@ -85,6 +85,15 @@ func Kernels() map[string]KernelInfo {
 		KSoftcap:        {"pif", "gemma"},
 		KGeluTanhMul:    {"pppi", "gemma"},
 		KGeluTanhMulCat: {"ppii", "gemma"},
+		// qwen3_5 (kernels/deltanet.cu; wrappers in backends/cuda/deltanet.go)
+		"conv1d_silu":      {"pppiii", "deltanet"},
+		"l2norm_qk":        {"piiiif", "deltanet"},
+		"delta_rule":       {"pppppppiiiiii", "deltanet"},
+		"gated_rmsnorm":    {"pppiif", "deltanet"},
+		"split_q_gate":     {"pppiii", "deltanet"},
+		"sigmoid_mul":      {"ppi", "deltanet"},
+		"rope_partial":     {"pppiiii", "deltanet"},
+		"sigmoid_add_rows": {"pppii", "deltanet"},
 	}
 }
 

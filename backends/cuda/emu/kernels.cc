@@ -27,6 +27,7 @@
 #include "k_fused.h"
 #include "k_gemma.h"
 #include "k_kvquant.h"
+#include "k_deltanet.h"
 
 template <typename T> static constexpr char sigchar() {
 	return std::is_pointer<T>::value ? 'p'
@@ -69,6 +70,9 @@ static const EmuKernel table[] = {
     K(attn_prep, 0),  K(attn_softmax, 1), K(log_softmax_rows, 1), K(split_qkv, 0), K(silu_mul_cat, 0),
     // gemma.cu
     K(scale_f32, 0),  K(softcap, 0),      K(gelu_tanh_mul, 0), K(gelu_tanh_mul_cat, 0),
+    // qwen3_5 (deltanet.cu)
+    K(conv1d_silu, 0), K(l2norm_qk, 0), K(delta_rule, 0), K(gated_rmsnorm, 0), K(split_q_gate, 0),
+    K(sigmoid_mul, 0), K(rope_partial, 0), K(sigmoid_add_rows, 0),
 };
 
 extern "C" int emu_kernel_count(void) { return (int)(sizeof table / sizeof table[0]); }

@@ -51,6 +51,7 @@ type Backend struct {
 	kv      [][2][]float32
 	attnCap int64   // attention chunk budget (0: attnScoreCap; tests set less)
 	fused   [2]bool // some layer may fuse q|k|v, gate|up: their output buffers are planned
+	invFreq []float64 // RoPE inverse frequencies when the source has its own (GGUF rope_freqs), else nil
 }
 
 var (
@@ -123,6 +124,15 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if m == nil || m.Config == nil {
 		return nil, errors.New("cuda: nil model or config")
 	}
+	scheme, err := quant.Parse(m.Config)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
+	}
+	return newBackend(m.Config, ckptSource{m: m, scheme: scheme}, devs, opt)
+}
+
+// newBackend is New over a weight source (a checkpoint or a GGUF file).
+func newBackend(cfg *checkpoint.Config, src source, devs []device.Device, opt Options) (*Backend, error) {
 	if len(devs) == 0 {
 		return nil, errors.New("cuda: no devices")
 	}
@@ -145,7 +155,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
-	spec, err := arch.For(m.Config)
+	spec, err := arch.For(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -155,28 +165,12 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if err := Supports(spec); err != nil {
 		return nil, err
 	}
-	scheme, err := quant.Parse(m.Config)
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
-	}
-	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT}
-	ld := &loader{m: m, spec: spec, scheme: scheme, gemmDT: gemmDT}
-	kvOn, err := scheme.KVQuantEnabled(opt.KVCacheQuant)
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
-	}
-	usage := m.TrackUsage()
+	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT, invFreq: src.ropeInvFreq()}
+	ld := &loader{src: src, spec: spec, gemmDT: gemmDT}
+	usage := src.track()
 	defer usage.Stop()
-	if scheme.KV != nil { // read and checked whether or not applied
-		for i := 0; i < spec.Layers; i++ {
-			sc, err := scheme.KV.OpenScales(m, spec.Layer(i).Prefix+"self_attn", spec.KVHeads)
-			if err != nil {
-				return nil, fmt.Errorf("cuda: %w", err)
-			}
-			if kvOn {
-				b.kv = append(b.kv, [2][]float32{f32s(sc.K), f32s(sc.V)})
-			}
-		}
+	if b.kv, err = src.kvScales(spec, opt.KVCacheQuant); err != nil {
+		return nil, err
 	}
 
 	// Pass 1: sizes only (host copies are dropped).
@@ -197,7 +191,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 		return nil, err
 	}
 	in.embedBytes = int64(len(embRaw))
-	head, err := ld.head(embRaw, embDT)
+	head, headShared, err := ld.head(embRaw, embDT)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +205,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	}
 	C, V, T := spec.Hidden, spec.Vocab, opt.MaxTokens
 	in.headBytes = int64(4 * C)
-	if !spec.TiedHead {
+	if !headShared {
 		in.headBytes += head.bytes()
 	} else {
 		in.tiedExtra = int64(len(embRaw))
@@ -301,7 +295,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 		return nil, fmt.Errorf("cuda: %s: %w", arch.EmbedName, err)
 	}
 	d0.embedDT = embDT
-	if spec.TiedHead {
+	if headShared {
 		if b.headDev == 0 {
 			head.bufs = nil
 			dh.head = &devLinear{hostLinear: head, ptrs: []device.Ptr{d0.embed}}
@@ -443,7 +437,11 @@ func (b *Backend) allocAct(ds *devState) error {
 		}
 		*a.p = p
 	}
-	if err := b.ropeTables(ds.d, ds.cos, ds.sin, b.spec.RopeInvFreq(), T); err != nil {
+	inv := b.invFreq
+	if inv == nil {
+		inv = b.spec.RopeInvFreq()
+	}
+	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T); err != nil {
 		return err
 	}
 	if th := b.spec.LocalRopeTheta; th > 0 { // gemma3: rotary_emb_local, the default RoPE of base rope_local_base_freq

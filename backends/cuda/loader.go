@@ -5,23 +5,22 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends/cuda/device"
-	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/quant"
 )
 
-// loader reads a checkpoint's tensors through package quant (so the
-// kernels see exactly the tensors quant decodes) and arch's names.
+// loader reads a model's tensors from its source (a checkpoint through
+// package quant, so the kernels see exactly the tensors quant decodes, or
+// a GGUF file) by arch's names.
 type loader struct {
-	m      *checkpoint.Model
+	src    source
 	spec   *arch.Spec
-	scheme *quant.Scheme
 	gemmDT device.DType
 }
 
 // vec reads a 1-D tensor (norm weight or bias) as fp32 bytes (exact for
 // BF16/F16/F32 checkpoints).
 func (ld *loader) vec(name string, n int) ([]byte, error) {
-	v, shape, err := ld.m.ReadFloat64(name)
+	v, shape, err := ld.src.float64s(name)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", name, err)
 	}
@@ -39,7 +38,7 @@ func (ld *loader) norm(name string, n int) ([]byte, error) {
 	if !ld.spec.NormOffset {
 		return ld.vec(name, n)
 	}
-	v, shape, err := ld.m.ReadFloat64(name)
+	v, shape, err := ld.src.float64s(name)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", name, err)
 	}
@@ -54,7 +53,7 @@ func (ld *loader) norm(name string, n int) ([]byte, error) {
 }
 
 func (ld *loader) linear(al arch.Linear) (*hostLinear, error) {
-	l, err := ld.scheme.Linear(ld.m, al.Module)
+	l, err := ld.src.linear(al.Module)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", al.Module, err)
 	}
@@ -98,12 +97,12 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 // as used for the unused-tensor check.
 func (ld *loader) checkVecs() error {
 	check := func(name string, n int) error {
-		ti, ok := ld.m.Tensor(name)
+		shape, ok := ld.src.shape(name)
 		if !ok {
-			return fmt.Errorf("cuda: %s: missing tensor %s", ld.m.Dir, name)
+			return fmt.Errorf("cuda: %s: missing tensor %s", ld.src.where(), name)
 		}
-		if len(ti.Shape) != 1 || ti.Shape[0] != n {
-			return fmt.Errorf("cuda: %s: shape %v, want [%d]", name, ti.Shape, n)
+		if len(shape) != 1 || shape[0] != n {
+			return fmt.Errorf("cuda: %s: shape %v, want [%d]", name, shape, n)
 		}
 		return nil
 	}
@@ -208,7 +207,7 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 // router32 uploads a MoE router's weight decoded to fp32 (see
 // layerDev.router32), or returns 0 when its input is quantized.
 func (ld *loader) router32(d device.Device, al arch.Linear) (device.Ptr, error) {
-	l, err := ld.scheme.Linear(ld.m, al.Module)
+	l, err := ld.src.linear(al.Module)
 	if err != nil {
 		return 0, fmt.Errorf("cuda: %s: %w", al.Module, err)
 	}
@@ -226,40 +225,26 @@ func (ld *loader) router32(d device.Device, al arch.Linear) (device.Ptr, error) 
 	return p, nil
 }
 
-// embedding returns the embedding table's bytes and dtype (F64 → F32).
-func (ld *loader) embedding() ([]byte, device.DType, error) {
-	s := ld.spec
-	ti, ok := ld.m.Tensor(arch.EmbedName)
-	if !ok {
-		return nil, 0, fmt.Errorf("cuda: missing tensor %s", arch.EmbedName)
-	}
-	if len(ti.Shape) != 2 || ti.Shape[0] != s.Vocab || ti.Shape[1] != s.Hidden {
-		return nil, 0, fmt.Errorf("cuda: %s: shape %v, want [%d %d]", arch.EmbedName, ti.Shape, s.Vocab, s.Hidden)
-	}
-	if dt, ok := dtypeCode(string(ti.DType)); ok {
-		raw, err := ld.m.ReadRaw(arch.EmbedName)
-		if err != nil {
-			return nil, 0, fmt.Errorf("cuda: %w", err)
-		}
-		if len(raw) != s.Vocab*s.Hidden*dt.Size() {
-			return nil, 0, fmt.Errorf("cuda: %s: %d bytes, want %d", arch.EmbedName, len(raw), s.Vocab*s.Hidden*dt.Size())
-		}
-		return raw, dt, nil
-	}
-	v, _, err := ld.m.ReadFloat64(arch.EmbedName)
-	if err != nil {
-		return nil, 0, fmt.Errorf("cuda: %w", err)
-	}
-	return f64ToF32Bytes(v), device.F32, nil
-}
+// embedding returns the embedding table's bytes and dtype (exact values).
+func (ld *loader) embedding() ([]byte, device.DType, error) { return ld.src.embedding(ld.spec) }
 
-// head returns the output projection: lm_head through quant, or the
-// embedding table when tied.
-func (ld *loader) head(embRaw []byte, embDT device.DType) (*hostLinear, error) {
+// head returns the output projection: lm_head through quant, or, when
+// tied, the embedding table (shared reports that: the head reads the
+// embedding's device copy) or the source's own tied head (a quantized GGUF
+// token_embd, read packed).
+func (ld *loader) head(embRaw []byte, embDT device.DType) (h *hostLinear, shared bool, err error) {
 	if !ld.spec.TiedHead {
-		return ld.linear(ld.spec.Head())
+		h, err = ld.linear(ld.spec.Head())
+		return h, false, err
+	}
+	if l, err := ld.src.tiedHead(ld.spec); err != nil {
+		return nil, false, fmt.Errorf("cuda: %s: %w", arch.HeadModule, err)
+	} else if l != nil {
+		h, err = prepareLinear(l, ld.gemmDT)
+		return h, false, err
 	}
 	dts := map[device.DType]string{device.F32: "F32", device.BF16: "BF16", device.F16: "F16"}
 	dense := &quant.Dense{Base: quant.Base{Name: arch.HeadModule, Out: ld.spec.Vocab, In: ld.spec.Hidden, Fmt: "tied"}, DType: dts[embDT], Raw: embRaw}
-	return prepareLinear(dense, ld.gemmDT)
+	h, err = prepareLinear(dense, ld.gemmDT)
+	return h, true, err
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/cuda"
+	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/dataset/hub"
 	"github.com/qppl/qppl/gguf"
@@ -116,17 +118,12 @@ type usageTracker interface {
 	Unused() []string
 }
 
-// noUsage is the tracker of a GGUF model: gguf.OpenModel already refuses
-// tensors the architecture does not use.
-type noUsage struct{}
-
-func (noUsage) Stop()            {}
-func (noUsage) Unused() []string { return nil }
-
-// trackUsage starts recording the tensors the backend reads.
+// trackUsage starts recording the tensors the backend reads (a GGUF
+// model: gguf.OpenModel already refuses tensors the architecture does not
+// use, and each backend checks that it read every one).
 func (m *evalModel) trackUsage() usageTracker {
 	if m.gguf != nil {
-		return noUsage{}
+		return m.gguf.TrackUsage()
 	}
 	return m.ckpt.TrackUsage()
 }
@@ -158,7 +155,8 @@ func (m *evalModel) openBackend(o backendOptions) (backends.Backend, error) {
 		}
 		return b, nil
 	}
-	return nil, usageErr(fmt.Errorf("--backend %s does not read GGUF files yet (%s): use --backend reference", o.Name, m.path))
+	g := m.gguf
+	return openDeviceBackend(func(devs []device.Device, opt cuda.Options) (*cuda.Backend, error) { return cuda.NewGGUF(g, devs, opt) }, o)
 }
 
 // inspect returns the bits-per-weight report.

@@ -49,8 +49,8 @@ type Backend struct {
 	// kv holds each layer's FP8 KV cache scales (K, V: one, or one per
 	// key/value head) when the cache is quantized; nil otherwise.
 	kv      [][2][]float32
-	attnCap int64   // attention chunk budget (0: attnScoreCap; tests set less)
-	fused   [2]bool // some layer may fuse q|k|v, gate|up: their output buffers are planned
+	attnCap int64     // attention chunk budget (0: attnScoreCap; tests set less)
+	fused   [2]bool   // some layer may fuse q|k|v, gate|up: their output buffers are planned
 	invFreq []float64 // RoPE inverse frequencies when the source has its own (GGUF rope_freqs), else nil
 }
 

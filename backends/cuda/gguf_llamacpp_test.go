@@ -1,0 +1,101 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/compare/verify"
+	"github.com/qppl/qppl/fixtures"
+	"github.com/qppl/qppl/internal/llamacpp"
+	"github.com/qppl/qppl/reference"
+)
+
+var (
+	llamaOnce sync.Once
+	llamaH    *llamacpp.Helper
+	llamaSkip string
+	llamaErr  error
+)
+
+// llamaHelper returns the llama.cpp test helper or skips saying why.
+func llamaHelper(t *testing.T) *llamacpp.Helper {
+	t.Helper()
+	llamaOnce.Do(func() {
+		dir, skip := llamacpp.Find()
+		if dir == "" {
+			llamaSkip = skip
+			return
+		}
+		work, err := os.MkdirTemp("", "qppl-llamacpp")
+		if err != nil {
+			llamaErr = err
+			return
+		}
+		llamaH, llamaSkip, llamaErr = llamacpp.Build(dir, work)
+	})
+	if llamaErr != nil {
+		t.Fatal(llamaErr)
+	}
+	if llamaH == nil {
+		t.Skip(llamaSkip)
+	}
+	return llamaH
+}
+
+// TestLlamaCppTypesOnEmu: for every file type llama.cpp's
+// llama_model_quantize produces from a fixture whose Linear widths are
+// multiples of 256 (so the K and IQ types are used; mixed files like
+// Q4_K_M put several types in one file), `qppl verify`'s comparison of the
+// emulator with the float64 reference passes with verify's default
+// tolerances in bf16 and fp32 (docs/cuda.md), and in fp32 the NLL is
+// within TestSchemesAgainstReference's weight-only bound (max |ΔNLL|
+// 1e-4).
+func TestLlamaCppTypesOnEmu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: quantizes to every llama.cpp type")
+	}
+	h := llamaHelper(t)
+	_, f32 := ggufFixture(t, "llama", func(o *fixtures.Options) {
+		wideFixture("llama")(o)
+		o.Init = fixtures.InitBigram // realistic perplexities (llama.cpp quantizes the tensors itself)
+	})
+	for _, ft := range llamacpp.FileTypes() {
+		t.Run(ft.Name, func(t *testing.T) {
+			q := filepath.Join(t.TempDir(), ft.Name+".gguf")
+			if err := h.Quantize(f32, q, ft.FType); err != nil {
+				if errors.Is(err, llamacpp.ErrRefused) {
+					t.Skipf("llama.cpp does not produce %s here: %v", ft.Name, err)
+				}
+				t.Fatal(err)
+			}
+			m := openGGUF(t, q)
+			ref, err := reference.NewGGUF(m, reference.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			var ws []backends.Window
+			for w := range 2 {
+				ws = append(ws, backends.Window{Index: w, Tokens: testTokens(64, m.Config.VocabSize, uint64(w+1)), First: 32})
+			}
+			for _, prec := range []string{"bf16", "fp32"} {
+				rep, err := verify.Run(context.Background(), ref, emuGGUF(t, m, prec), ws, verify.Options{Tolerances: verify.DefaultTolerances(prec, false), Layers: m.Spec.Layers})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%-8s %s: max |ΔNLL| %.3g, mean %.3g, mean KL %.3g, PPL %.6g vs %.6g, top-1 %.3f", ft.Name, prec, rep.MaxAbsNLLDiff, rep.MeanAbsNLLDiff, rep.MeanKL, rep.PPL[0], rep.PPL[1], rep.Top1Agreement)
+				if !rep.Pass {
+					t.Errorf("%s: verify fails: %v", prec, rep.Failures)
+				}
+				if prec == "fp32" && !(rep.MaxAbsNLLDiff <= 1e-4) {
+					t.Errorf("fp32: max |ΔNLL| %.3g > 1e-4", rep.MaxAbsNLLDiff)
+				}
+			}
+		})
+	}
+}

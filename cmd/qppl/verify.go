@@ -125,11 +125,11 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if o.Tol, err = o.tolerances(m.ckpt, spec); err != nil {
 		return usageErr(err)
 	}
-	ws, err := verifyWindows(ctx, o, m.Config, m.tokDir, stderr)
+	ws, err := verifyWindows(ctx, o, m, stderr)
 	if err != nil {
 		return err
 	}
-	kvState, kvScheme, err := kvCacheState(m, o.Backend.KVCacheQuant)
+	kvState, kvScheme, err := kvCacheState(m.ckpt, o.Backend.KVCacheQuant)
 	if err != nil {
 		return err
 	}
@@ -188,10 +188,11 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 // verifyWindows cuts --windows windows of --ctx tokens (stride --stride)
 // from the data (eval.Prepare, as eval reads it), or from deterministic
 // synthetic ids when no data is given.
-func verifyWindows(ctx context.Context, o verifyOptions, cfg *checkpoint.Config, tokDir string, stderr io.Writer) ([]backends.Window, error) {
+func verifyWindows(ctx context.Context, o verifyOptions, m *evalModel, stderr io.Writer) ([]backends.Window, error) {
+	cfg := m.Config
 	po := eval.PrepareOptions{
 		Source:    eval.Source{Text: o.Text, Tokens: o.Tokens, Dataset: o.Dataset},
-		Tokenizer: tokDir, Model: modelVocabulary(cfg, ""),
+		Tokenizer: m.tokDir, Model: modelVocabulary(cfg, ""),
 		Method: compare.MethodCompareQ, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Windows,
 		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
 			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
@@ -213,6 +214,10 @@ func verifyWindows(ctx context.Context, o verifyOptions, cfg *checkpoint.Config,
 			return nil, usageErr(fmt.Errorf("verify: %w", err))
 		}
 		return ws, nil
+	}
+	po, err := m.withTokenizer(po)
+	if err != nil {
+		return nil, err
 	}
 	d, err := eval.Prepare(ctx, po)
 	if err != nil {

@@ -41,17 +41,37 @@ func TestEvalGGUF(t *testing.T) {
 		t.Errorf("GGUF bpw %v/%v format %q, want 32/32 gguf-f32", rg.BPWLayer, rg.BPWHead, rg.Format)
 	}
 
-	// --text: the tokenizer beside the .gguf (absent) or --tokenizer.
+	// --text: --tokenizer, or tokenizer.json beside the .gguf (absent
+	// here), or else the tokenizer rebuilt from the file's metadata (the
+	// fixture's is GPT-2's pipeline: tokenizer.ggml.pre "gpt-2"); a file
+	// whose pre label qppl cannot rebuild exactly is refused, asking for
+	// --tokenizer.
 	text := filepath.Join(dir, "t.txt")
 	os.WriteFile(text, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 20)), 0o644)
-	code, _, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16")
-	if code != 2 || !strings.Contains(stderr, "tokenizer.json") {
-		t.Fatalf("--text without a tokenizer: exit %d: %s", code, stderr)
-	}
-	code, stdout, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16", "--tokenizer", model)
 	_, stdoutST, _ := runQPPL(t, "eval", "--model", model, "--text", text, "--ctx", "32", "--stride", "16")
-	if code != 0 || pplLine(stdout) != pplLine(stdoutST) || pplLine(stdout) == "" {
-		t.Fatalf("--tokenizer: exit %d: %s\n%s\nsafetensors:\n%s", code, stderr, stdout, stdoutST)
+	for _, extra := range [][]string{{"--tokenizer", model}, nil} {
+		code, stdout, stderr := runQPPL(t, append([]string{"eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16"}, extra...)...)
+		if code != 0 || pplLine(stdout) != pplLine(stdoutST) || pplLine(stdout) == "" {
+			t.Fatalf("%v: exit %d: %s\n%s\nsafetensors:\n%s", extra, code, stderr, stdout, stdoutST)
+		}
+	}
+	other := filepath.Join(dir, "other-pre.gguf")
+	if err := ggufgen.Edit(g, other, func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		for i := range kvs {
+			if kvs[i].Key == "tokenizer.ggml.pre" {
+				kvs[i].Value = gguf.StringValue("deepseek-llm")
+			}
+		}
+		return kvs, ts
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runQPPL(t, "eval", "--model", other, "--text", text, "--ctx", "32", "--stride", "16")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "--tokenizer") || !strings.Contains(stderr, `"deepseek-llm"`) || !strings.Contains(stderr, other) {
+		t.Fatalf("pre deepseek-llm without a tokenizer: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runQPPL(t, "eval", "--model", other, "--text", text, "--ctx", "32", "--stride", "16", "--tokenizer", model); code != 0 {
+		t.Fatalf("pre deepseek-llm with --tokenizer: exit %d: %s", code, stderr)
 	}
 }
 

@@ -1,4 +1,4 @@
-package cuda
+package ggufemu_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cuda
+package ggufemu_test
 
 import (
 	"context"
@@ -9,7 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/cuda"
+	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/backends/cuda/emu"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
@@ -61,9 +65,46 @@ func scoreNLL(t *testing.T, b backends.Backend, toks []int32) []float64 {
 	return sc.NLL
 }
 
-func emuGGUF(t *testing.T, m *gguf.Model, prec string) *Backend {
+func emuDevices(t testing.TB, n int, mem int64) []device.Device {
 	t.Helper()
-	b, err := NewGGUF(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: prec, MaxTokens: 64})
+	var ds []device.Device
+	for i := 0; i < n; i++ {
+		d, err := emu.New(emu.Options{Name: "emu:" + string(rune('0'+i)), MemBytes: mem, CheckGuards: true})
+		if errors.Is(err, emu.ErrNoCgo) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+func openModel(t testing.TB, dir string) *checkpoint.Model {
+	t.Helper()
+	m, err := arch.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func testTokens(n int, vocab int, seed uint64) []int32 {
+	t := make([]int32, n)
+	x := seed*2654435761 + 1
+	for i := range t {
+		x = x*6364136223846793005 + 1442695040888963407
+		t[i] = int32((x >> 33) % uint64(vocab))
+	}
+	return t
+}
+
+func emuGGUF(t *testing.T, m *gguf.Model, prec string) *cuda.Backend {
+	t.Helper()
+	b, err := cuda.NewGGUF(m, emuDevices(t, 1, 1<<30), cuda.Options{Name: "emu", Precision: prec, MaxTokens: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +133,7 @@ func TestGGUFF32EqualsSafetensors(t *testing.T) {
 		ck, g := openModel(t, dir), openGGUF(t, path)
 		toks := testTokens(60, g.Config.VocabSize, 11)
 		for _, prec := range []string{"fp32", "bf16", "fp16"} {
-			want, err := New(ck, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: prec, MaxTokens: 64})
+			want, err := cuda.New(ck, emuDevices(t, 1, 1<<30), cuda.Options{Name: "emu", Precision: prec, MaxTokens: 64})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,7 +60,12 @@ type PrepareOptions struct {
 	// Text or dataset source needs it; with Tokens it only supplies the
 	// BOS id (absent: the model's bos_token_id).
 	Tokenizer string
-	Model     Vocabulary
+	// TokenizerJSON, when set, is the tokenizer.json to use (with
+	// TokenizerConfig as its tokenizer_config.json), built elsewhere (from
+	// a GGUF file's metadata); Tokenizer then only names where it came
+	// from, and the token cache keys on these bytes.
+	TokenizerJSON, TokenizerConfig []byte
+	Model                          Vocabulary
 
 	Method compare.Method
 	Ctx    int
@@ -139,7 +144,15 @@ func load(ctx context.Context, o PrepareOptions) (*Data, error) {
 	s, method := o.Source, o.Method
 	d := &Data{BOS: -1, Prefix: -1}
 	needTok := s.Tokens == ""
-	tok, err := loadTokenizer(o.Tokenizer, needTok)
+	var tok *tokenizer.Tokenizer
+	var err error
+	if len(o.TokenizerJSON) > 0 {
+		if tok, err = tokenizer.FromJSON(o.TokenizerJSON, o.TokenizerConfig); err != nil {
+			err = fmt.Errorf("%s: the tokenizer rebuilt from its metadata: %w", o.Tokenizer, err)
+		}
+	} else {
+		tok, err = loadTokenizer(o.Tokenizer, needTok)
+	}
 	if err != nil {
 		return nil, dataErr(err)
 	}
@@ -215,7 +228,7 @@ func load(ctx context.Context, o PrepareOptions) (*Data, error) {
 		d.Spec.Join = string(join)
 		var cached string
 		if o.CacheDir != "" && len(files) == 1 {
-			key, err := tokenCacheKey(s, files[0], tokenizerFile(o.Tokenizer), join, addSpecial)
+			key, err := tokenCacheKey(s, files[0], tokenizerFile(o.Tokenizer), o.TokenizerJSON, o.TokenizerConfig, join, addSpecial)
 			if err != nil {
 				return nil, err
 			}
@@ -380,18 +393,23 @@ func cut(d *Data, o PrepareOptions) error {
 
 // tokenCacheKey identifies a tokenized stream by everything it depends on:
 // the data file's and tokenizer files' contents and the options.
-func tokenCacheKey(s Source, dataFile, tokFile string, join dataset.JoinMode, addSpecial bool) (string, error) {
+func tokenCacheKey(s Source, dataFile, tokFile string, tokJSON, tokConfig []byte, join dataset.JoinMode, addSpecial bool) (string, error) {
 	dh, err := fileHash(dataFile)
 	if err != nil {
 		return "", fmt.Errorf("data file: %w", err)
 	}
-	th, err := fileHash(tokFile)
-	if err != nil {
-		return "", fmt.Errorf("tokenizer: %w", err)
-	}
-	ch, err := fileHash(filepath.Join(filepath.Dir(tokFile), "tokenizer_config.json"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("tokenizer config: %w", err)
+	var th, ch string
+	if len(tokJSON) > 0 {
+		t, c := sha256.Sum256(tokJSON), sha256.Sum256(tokConfig)
+		th, ch = hex.EncodeToString(t[:]), hex.EncodeToString(c[:])
+	} else {
+		if th, err = fileHash(tokFile); err != nil {
+			return "", fmt.Errorf("tokenizer: %w", err)
+		}
+		ch, err = fileHash(filepath.Join(filepath.Dir(tokFile), "tokenizer_config.json"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("tokenizer config: %w", err)
+		}
 	}
 	b, _ := json.Marshal(map[string]any{
 		"v": 1, "data": dh, "tokenizer": th, "tokenizer_config": ch, "join": join,

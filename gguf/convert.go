@@ -3,8 +3,10 @@ package gguf
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -226,12 +228,103 @@ type tokenizerJSON struct {
 		Vocab        map[string]int  `json:"vocab"`
 		Merges       json.RawMessage `json:"merges"`
 		ByteFallback bool            `json:"byte_fallback"`
+		IgnoreMerges bool            `json:"ignore_merges"`
 	} `json:"model"`
 	AddedTokens []struct {
 		ID      int    `json:"id"`
 		Content string `json:"content"`
 		Special bool   `json:"special"`
 	} `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+}
+
+// looksSpecial is convert_hf_to_gguf's does_token_look_special: added
+// tokens written as control tokens although not marked special.
+func looksSpecial(s string) bool {
+	switch s {
+	case "<pad>", "<mask>", "<2mass>", "[@BOS@]":
+		return true
+	}
+	return strings.HasPrefix(s, "<|") && strings.HasSuffix(s, "|>") ||
+		strings.HasPrefix(s, "<\uff5c") && strings.HasSuffix(s, "\uff5c>") ||
+		strings.HasPrefix(s, "<unused") && strings.HasSuffix(s, ">")
+}
+
+// addSpecialFlags is gguf-py's SpecialVocab reading of add_bos/add_eos: the
+// first/last special token of a TemplateProcessing's single template (in a
+// Sequence too) being the BOS/EOS token, overridden by tokenizer_config.json's
+// add_bos_token/add_eos_token; nil entries are not set.
+func addSpecialFlags(post json.RawMessage, configPath, bos, eos string) (addBOS, addEOS *bool, err error) {
+	type tmpl struct {
+		Type       string            `json:"type"`
+		Processors []json.RawMessage `json:"processors"`
+		Single     []struct {
+			SpecialToken *struct {
+				ID string `json:"id"`
+			} `json:"SpecialToken"`
+		} `json:"single"`
+	}
+	var top tmpl
+	if len(post) > 0 && string(post) != "null" {
+		if err := json.Unmarshal(post, &top); err != nil {
+			return nil, nil, fmt.Errorf("post_processor: %w", err)
+		}
+	}
+	procs := []tmpl{top}
+	if top.Type == "Sequence" {
+		procs = procs[:0]
+		for _, raw := range top.Processors {
+			var p tmpl
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, nil, fmt.Errorf("post_processor: %w", err)
+			}
+			procs = append(procs, p)
+		}
+	}
+	t, f := true, false
+	for _, p := range procs {
+		if p.Type != "TemplateProcessing" || len(p.Single) < 2 {
+			continue
+		}
+		if st := p.Single[0].SpecialToken; st != nil {
+			addBOS = &f
+			if st.ID == bos {
+				addBOS = &t
+			}
+		}
+		if st := p.Single[len(p.Single)-1].SpecialToken; st != nil {
+			addEOS = &f
+			if st.ID == eos {
+				addEOS = &t
+			}
+		}
+	}
+	data, err := os.ReadFile(configPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return addBOS, addEOS, nil
+		}
+		return nil, nil, err
+	}
+	var c struct {
+		AddBOS json.RawMessage `json:"add_bos_token"`
+		AddEOS json.RawMessage `json:"add_eos_token"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", configPath, err)
+	}
+	for _, x := range []struct {
+		raw json.RawMessage
+		dst **bool
+	}{{c.AddBOS, &addBOS}, {c.AddEOS, &addEOS}} {
+		var b bool
+		if len(x.raw) > 0 && json.Unmarshal(x.raw, &b) == nil {
+			*x.dst = &b
+		}
+	}
+	return addBOS, addEOS, nil
 }
 
 // Token types of tokenizer.ggml.token_type (llama.h's llama_token_type).
@@ -243,12 +336,15 @@ const (
 	tokenByte        = 6
 )
 
-// tokenizerKVs maps tokenizer.json onto tokenizer.ggml.* metadata: a
-// byte-level BPE as "gpt2" with its merges, a BPE with byte fallback
-// (llama/mistral sentencepiece conversions) as "llama". Ids the tokenizer
-// lacks up to the vocabulary size are "[PAD<id>]" unused tokens, as
-// llama.cpp's converter writes them. qppl itself always tokenizes with
-// tokenizer.json; this metadata is what libllama needs to load the file.
+// tokenizerKVs maps tokenizer.json onto tokenizer.ggml.* metadata as
+// convert_hf_to_gguf.py does: a byte-level BPE as "gpt2" with its merges
+// and the tokenizer.ggml.pre label of its pipeline (hfPres; "default" for
+// others), a BPE with byte fallback (llama/mistral sentencepiece
+// conversions) as "llama" (scores 0: such a file is not rebuilt into a
+// tokenizer by qppl). Ids the tokenizer lacks up to the vocabulary size
+// are "[PAD<id>]" unused tokens; added tokens are control tokens when
+// special or looking special, else user-defined; add_bos/add_eos follow
+// gguf-py's SpecialVocab (post-processor template, tokenizer_config.json).
 func tokenizerKVs(path string, vocab int, cfg *checkpoint.Config) ([]KV, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -282,7 +378,7 @@ func tokenizerKVs(path string, vocab int, cfg *checkpoint.Config) ([]KV, error) 
 	}
 	for _, t := range tj.AddedTokens {
 		typ := int32(tokenUserDefined)
-		if t.Special {
+		if t.Special || looksSpecial(t.Content) {
 			typ = tokenControl
 		}
 		if err := put(t.ID, t.Content, typ); err != nil {
@@ -300,7 +396,10 @@ func tokenizerKVs(path string, vocab int, cfg *checkpoint.Config) ([]KV, error) 
 	}
 	kvs := []KV{{"tokenizer.ggml.model", StringValue(model)}}
 	if model == "gpt2" {
-		kvs = append(kvs, KV{"tokenizer.ggml.pre", StringValue("default")})
+		// the label of the Hugging Face pipeline (what llama.cpp's
+		// converter finds by tokenizing a test text), "default" when it
+		// is none qppl knows
+		kvs = append(kvs, KV{"tokenizer.ggml.pre", StringValue(preLabel(tj.Normalizer, tj.PreTokenizer, tj.Model.IgnoreMerges))})
 	}
 	kvs = append(kvs, KV{"tokenizer.ggml.tokens", StringArray(tokens)})
 	if model == "llama" {
@@ -314,11 +413,28 @@ func tokenizerKVs(path string, vocab int, cfg *checkpoint.Config) ([]KV, error) 
 		}
 		kvs = append(kvs, KV{"tokenizer.ggml.merges", StringArray(merges)})
 	}
+	var bosTok, eosTok string
 	if cfg.BOSTokenID >= 0 {
 		kvs = append(kvs, KV{"tokenizer.ggml.bos_token_id", Uint32Value(uint32(cfg.BOSTokenID))})
+		if cfg.BOSTokenID < vocab {
+			bosTok = tokens[cfg.BOSTokenID]
+		}
 	}
 	if cfg.EOSTokenID >= 0 {
 		kvs = append(kvs, KV{"tokenizer.ggml.eos_token_id", Uint32Value(uint32(cfg.EOSTokenID))})
+		if cfg.EOSTokenID < vocab {
+			eosTok = tokens[cfg.EOSTokenID]
+		}
+	}
+	addBOS, addEOS, err := addSpecialFlags(tj.PostProcessor, filepath.Join(filepath.Dir(path), "tokenizer_config.json"), bosTok, eosTok)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
+	}
+	if addBOS != nil {
+		kvs = append(kvs, KV{"tokenizer.ggml.add_bos_token", BoolValue(*addBOS)})
+	}
+	if addEOS != nil {
+		kvs = append(kvs, KV{"tokenizer.ggml.add_eos_token", BoolValue(*addEOS)})
 	}
 	return kvs, nil
 }

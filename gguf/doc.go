@@ -46,6 +46,20 @@
 // Options. A tensor of a type without decoder fails when read, naming the
 // tensor and type.
 //
+// # Usage
+//
+// TrackUsage records which tensors a backend reads (Linear, Float64, Rows,
+// Raw); reference.NewGGUF and cuda.NewGGUF refuse to run when one was not
+// read, as they do for checkpoints (checkpoint.ErrUnused).
+//
+// # Tokenizer
+//
+// TokenizerJSON rebuilds the Hugging Face tokenizer.json from the
+// tokenizer.ggml.* metadata of a byte-level BPE ("gpt2") whose
+// tokenizer.ggml.pre label names a pipeline known exactly (gpt-2,
+// llama-bpe, qwen2, smollm; tokenizer.go); everything else is refused,
+// asking for the original tokenizer.json.
+//
 // # Writing
 //
 // Write writes a GGUF v3 file; Convert and ConvertFile turn a dense

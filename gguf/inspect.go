@@ -39,7 +39,7 @@ func (m *Model) Inspect() (*quant.Report, error) {
 		head, module = arch.EmbedName, "model.embed_tokens"
 		r.HeadTied = true
 	}
-	ti, _, err := m.lookupHF(head)
+	ti, _, err := m.peekHF(head)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
@@ -53,6 +54,9 @@ type Model struct {
 	// as llama.cpp does (no RopeScalingKey), nil otherwise.
 	freqFactors []float64
 	inspectOnly bool
+
+	usageMu sync.Mutex
+	usage   []*Usage // active TrackUsage recorders
 }
 
 // splitName matches llama.cpp's split file names, PREFIX-00001-of-00003.gguf.

@@ -5,11 +5,22 @@ import (
 	"math"
 	"strings"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/quant"
 )
 
-// lookupHF returns the GGUF tensor behind a Hugging Face tensor name.
+// lookupHF returns the GGUF tensor behind a Hugging Face tensor name and
+// marks it as read (Usage).
 func (m *Model) lookupHF(hf string) (TensorInfo, *File, error) {
+	ti, f, err := m.peekHF(hf)
+	if err == nil {
+		m.mark(ti.Name)
+	}
+	return ti, f, err
+}
+
+// peekHF is lookupHF without marking (accounting, messages).
+func (m *Model) peekHF(hf string) (TensorInfo, *File, error) {
 	g := ggufName(hf)
 	ti, ok := m.tensors[g]
 	if g == "" || !ok {
@@ -39,7 +50,7 @@ func (m *Model) TensorNames() []string {
 // messages (the model path when it has none).
 func (m *Model) Where(hf string) string {
 	for _, n := range []string{hf, hf + ".weight"} {
-		if ti, _, err := m.lookupHF(n); err == nil {
+		if ti, _, err := m.peekHF(n); err == nil {
 			return ti.File
 		}
 	}
@@ -130,8 +141,14 @@ type Linear struct {
 }
 
 // Linear opens a linear module (Hugging Face name without ".weight").
+// The head of a tied model (arch.HeadModule without output.weight) is
+// token_embd.weight.
 func (m *Model) Linear(module string) (quant.Linear, error) {
-	ti, f, err := m.lookupHF(module + ".weight")
+	name := module + ".weight"
+	if module == arch.HeadModule && m.Spec.TiedHead {
+		name = arch.EmbedName
+	}
+	ti, f, err := m.lookupHF(name)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +172,41 @@ func (m *Model) Linear(module string) (quant.Linear, error) {
 
 // Type returns the ggml type of the weight.
 func (l *Linear) Type() Type { return l.ti.Type }
+
+// Raw returns the weight's stored bytes: Out rows of In/BlockSize blocks
+// of its type, in the file's row order (see RowOrder).
+func (l *Linear) Raw() ([]byte, error) { return l.f.readAt(l.ti, 0, l.ti.Size) }
+
+// RowOrder returns, for a weight whose rows llama.cpp's converter
+// permuted (llama q_proj/k_proj), where each Hugging Face row is stored:
+// row i of the Hugging Face weight is stored row RowOrder()[i]. It is nil
+// when the rows are stored in the Hugging Face order.
+func (l *Linear) RowOrder() []int {
+	if l.heads <= 0 {
+		return nil
+	}
+	d := l.Out / l.heads
+	rows := make([]int, l.Out)
+	for h := 0; h < l.heads; h++ {
+		for j := 0; j < d/2; j++ {
+			for s := 0; s < 2; s++ {
+				rows[h*d+s*d/2+j] = h*d + 2*j + s
+			}
+		}
+	}
+	return rows
+}
+
+// Raw returns a tensor's stored bytes by its Hugging Face name, with its
+// GGUF tensor info (type, ne).
+func (m *Model) Raw(hf string) (TensorInfo, []byte, error) {
+	ti, f, err := m.lookupHF(hf)
+	if err != nil {
+		return TensorInfo{}, nil, err
+	}
+	raw, err := f.readAt(ti, 0, ti.Size)
+	return ti, raw, err
+}
 
 // Dequantize implements quant.Linear.
 func (l *Linear) Dequantize(dst []float64) error {

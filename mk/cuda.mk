@@ -115,6 +115,9 @@ GPU_CHECK_SCHEMES ?= dense W4A16 W4A16-ASYM W4A16-G32 W4A16-ACTORDER W8A16 NVFP4
 # Architectures verified by gpu-check: empty = every family of the arch
 # registry (`qppl fixture --list-archs`); set it to a subset to save time.
 GPU_CHECK_ARCHS   ?=
+# GGUF files verified by gpu-check: qppl convert of the llama fixture (Q/K
+# permuted as llama.cpp writes it; tokenizer rebuilt from its metadata).
+GPU_CHECK_GGUF    ?= f32 f16
 
 gpu-check: cuda
 	@mkdir -p $(GPU_CHECK_DIR)
@@ -140,6 +143,16 @@ gpu-check: cuda
 	      why=$$(grep -m1 'max |ΔNLL|' $$d/verify-$$a-$$s-$$p.txt | tr -s ' '); [ $$res = PASS ] || why="$$why $$(tail -1 $$d/verify-$$a-$$s-$$p.txt)"; \
 	      printf '%-8s %-15s %-5s %s  %s\n' $$a $$s $$p $$res "$$why" | tee -a $$d/summary.txt; \
 	    done; \
+	  done; \
+	done; \
+	[ -z "$(GPU_CHECK_GGUF)" ] || $(CUDA_BIN) fixture --arch llama --out $$d/gguf-llama >/dev/null; \
+	for t in $(GPU_CHECK_GGUF); do \
+	  g=$$d/llama-$$t.gguf; $(CUDA_BIN) convert --model $$d/gguf-llama --to gguf --type $$t --out $$g >/dev/null; \
+	  for p in fp32 bf16; do \
+	    if $(CUDA_BIN) verify --model $$g --backends reference,cuda --precision $$p --ctx 256 --windows 2 --text fixtures/demo.txt \
+	         --json $$d/verify-gguf-$$t-$$p.json > $$d/verify-gguf-$$t-$$p.txt 2>&1; then res=PASS; else res=FAIL; fail=1; fi; \
+	    why=$$(grep -m1 'max |ΔNLL|' $$d/verify-gguf-$$t-$$p.txt | tr -s ' '); [ $$res = PASS ] || why="$$why $$(tail -1 $$d/verify-gguf-$$t-$$p.txt)"; \
+	    printf '%-8s %-15s %-5s %s  %s\n' llama gguf-$$t $$p $$res "$$why" | tee -a $$d/summary.txt; \
 	  done; \
 	done; \
 	{ echo "== qppl verify (reference vs cuda) per architecture, scheme and precision"; cat $$d/summary.txt; echo; \

@@ -11,7 +11,9 @@ import (
 // NewGGUF opens the reference backend over an opened GGUF model (package
 // gguf): the same forward pass, reading every weight through the model's
 // ggml type decoders (with llama.cpp's Q/K row permutation undone for
-// llama-architecture files). The caller keeps ownership of m.
+// llama-architecture files). Every tensor of the file must be read
+// (gguf.Usage) unless opt.AllowUnusedTensors. The caller keeps ownership
+// of m.
 func NewGGUF(m *gguf.Model, opt Options) (*Backend, error) {
 	if m == nil || m.Config == nil {
 		return nil, errors.New("reference: nil GGUF model")
@@ -19,9 +21,16 @@ func NewGGUF(m *gguf.Model, opt Options) (*Backend, error) {
 	if opt.Threads < 0 {
 		return nil, fmt.Errorf("reference: Threads %d < 0", opt.Threads)
 	}
+	usage := m.TrackUsage()
+	defer usage.Stop()
 	b, err := newBackend(m.Config, ggufSource{m}, opt.Threads)
 	if err != nil {
 		return nil, err
+	}
+	if !opt.AllowUnusedTensors {
+		if err := usage.Check("reference"); err != nil {
+			return nil, fmt.Errorf("reference: %w", err)
+		}
 	}
 	// llama.cpp's rope_freqs factors, when the file has them.
 	b.m.invFreq = m.RopeInvFreq()

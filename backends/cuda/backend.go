@@ -49,8 +49,9 @@ type Backend struct {
 	// kv holds each layer's FP8 KV cache scales (K, V: one, or one per
 	// key/value head) when the cache is quantized; nil otherwise.
 	kv      [][2][]float32
-	attnCap int64   // attention chunk budget (0: attnScoreCap; tests set less)
-	fused   [2]bool // some layer may fuse q|k|v, gate|up: their output buffers are planned
+	attnCap int64     // attention chunk budget (0: attnScoreCap; tests set less)
+	fused   [2]bool   // some layer may fuse q|k|v, gate|up: their output buffers are planned
+	invFreq []float64 // RoPE inverse frequencies when the source has its own (GGUF rope_freqs), else nil
 }
 
 var (
@@ -132,6 +133,15 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if m == nil || m.Config == nil {
 		return nil, errors.New("cuda: nil model or config")
 	}
+	scheme, err := quant.Parse(m.Config)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
+	}
+	return newBackend(m.Config, ckptSource{m: m, scheme: scheme}, devs, opt)
+}
+
+// newBackend is New over a weight source (a checkpoint or a GGUF file).
+func newBackend(cfg *checkpoint.Config, src source, devs []device.Device, opt Options) (*Backend, error) {
 	if len(devs) == 0 {
 		return nil, errors.New("cuda: no devices")
 	}
@@ -154,7 +164,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
-	spec, err := arch.For(m.Config)
+	spec, err := arch.For(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -164,30 +174,13 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	if err := Supports(spec); err != nil {
 		return nil, err
 	}
-	scheme, err := quant.Parse(m.Config)
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
-	}
-	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT}
-	ld := &loader{m: m, spec: spec, scheme: scheme, gemmDT: gemmDT}
-	kvOn, err := scheme.KVQuantEnabled(opt.KVCacheQuant)
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", m.Dir, err)
-	}
-	usage := m.TrackUsage()
+	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT, invFreq: src.ropeInvFreq()}
+	ld := &loader{src: src, spec: spec, gemmDT: gemmDT}
+	usage := src.track()
 	defer usage.Stop()
-	if scheme.KV != nil { // read and checked whether or not applied
-		for i := 0; i < spec.Layers; i++ {
-			sc, err := scheme.KV.OpenScales(m, spec.Layer(i).Prefix+"self_attn", spec.KVHeads)
-			if err != nil {
-				return nil, fmt.Errorf("cuda: %w", err)
-			}
-			if kvOn {
-				b.kv = append(b.kv, [2][]float32{f32s(sc.K), f32s(sc.V)})
-			}
-		}
+	if b.kv, err = src.kvScales(spec, opt.KVCacheQuant); err != nil {
+		return nil, err
 	}
-	usage.Ignore(m.Config.IgnoredPrefixes) // a vision tower: left alone on purpose, reported by the caller
 
 	// Pass 1: sizes only (host copies are dropped).
 	in := planInput{layerBytes: make([]int64, spec.Layers)}
@@ -207,7 +200,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 		return nil, err
 	}
 	in.embedBytes = int64(len(embRaw))
-	head, err := ld.head(embRaw, embDT)
+	head, headShared, err := ld.head(embRaw, embDT)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +214,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 	}
 	C, V, T := spec.Hidden, spec.Vocab, opt.MaxTokens
 	in.headBytes = int64(4 * C)
-	if !spec.TiedHead {
+	if !headShared {
 		in.headBytes += head.bytes()
 	} else {
 		in.tiedExtra = int64(len(embRaw))
@@ -311,7 +304,7 @@ func New(m *checkpoint.Model, devs []device.Device, opt Options) (*Backend, erro
 		return nil, fmt.Errorf("cuda: %s: %w", spec.EmbedTensor(), err)
 	}
 	d0.embedDT = embDT
-	if spec.TiedHead {
+	if headShared {
 		if b.headDev == 0 {
 			head.bufs = nil
 			dh.head = &devLinear{hostLinear: head, ptrs: []device.Ptr{d0.embed}}
@@ -472,7 +465,11 @@ func (b *Backend) allocAct(ds *devState) error {
 		}
 		*a.p = p
 	}
-	if err := b.ropeTables(ds.d, ds.cos, ds.sin, b.spec.RopeInvFreq(), T); err != nil {
+	inv := b.invFreq
+	if inv == nil {
+		inv = b.spec.RopeInvFreq()
+	}
+	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T); err != nil {
 		return err
 	}
 	if th := b.spec.LocalRopeTheta; th > 0 { // gemma3: rotary_emb_local, the default RoPE of base rope_local_base_freq

@@ -4,8 +4,63 @@ import (
 	"fmt"
 
 	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/gguf/ggml"
+	"github.com/qppl/qppl/quant"
 )
+
+// prepareGGUF prepares a GGUF weight (gguf.Linear): F32/F16/BF16 as a
+// dense weight (multiplied directly when it is in the GEMM dtype), every
+// other type packed for dq_ggml; llama.cpp's Q/K row permutation is undone
+// by moving whole stored rows (gguf.Linear.RowOrder).
+func prepareGGUF(l quant.Linear, h *hostLinear, gemmDT device.DType) (bool, error) {
+	g, ok := l.(*gguf.Linear)
+	if !ok {
+		return false, nil
+	}
+	raw, err := g.Raw()
+	if err != nil {
+		return true, fmt.Errorf("cuda: %s: %w", h.module, err)
+	}
+	if dt, ok := ggufFloatDType(g.Type()); ok {
+		if raw, err = reorderRows(h.module, raw, h.out, g.RowOrder()); err != nil {
+			return true, err
+		}
+		d := &quant.Dense{Base: quant.Base{Name: h.module, Out: h.out, In: h.in, Fmt: h.format}, DType: map[device.DType]string{device.F32: "F32", device.F16: "F16", device.BF16: "BF16"}[dt], Raw: raw}
+		if _, err := prepareDense(d, h, gemmDT); err != nil {
+			return true, err
+		}
+		return true, nil
+	}
+	p, err := prepareGGML(h.module, g.Type(), h.out, h.in, raw, g.RowOrder())
+	if err != nil {
+		return true, err
+	}
+	h.bufs, h.launch = p.bufs, p.launch
+	return true, nil
+}
+
+// reorderRows returns data's rows reordered: row i of the result is
+// stored row rows[i] (nil rows: data as is); rows must be a permutation.
+func reorderRows(module string, data []byte, out int, rows []int) ([]byte, error) {
+	if rows == nil {
+		return data, nil
+	}
+	if len(rows) != out || out == 0 || len(data)%out != 0 {
+		return nil, fmt.Errorf("cuda: %s: row order has %d entries for %d rows of %d bytes", module, len(rows), out, len(data))
+	}
+	row := len(data) / out
+	seen := make([]bool, out)
+	perm := make([]byte, len(data))
+	for i, r := range rows {
+		if r < 0 || r >= out || seen[r] {
+			return nil, fmt.Errorf("cuda: %s: row order is not a permutation of 0..%d (entry %d is %d)", module, out-1, i, r)
+		}
+		seen[r] = true
+		copy(perm[i*row:(i+1)*row], data[r*row:(r+1)*row])
+	}
+	return perm, nil
+}
 
 // prepareGGML describes a GGUF weight [out][in] stored as ggml blocks of
 // type typ (data: out rows of in/BlockSize blocks), decoded by dq_ggml
@@ -29,16 +84,9 @@ func prepareGGML(module string, typ ggml.Type, out, in int, data []byte, rows []
 		if len(rows) != out {
 			return nil, fmt.Errorf("cuda: %s: row order has %d entries for %d rows", module, len(rows), out)
 		}
-		seen := make([]bool, out)
-		perm := make([]byte, len(data))
-		for i, r := range rows {
-			if r < 0 || r >= out || seen[r] {
-				return nil, fmt.Errorf("cuda: %s: row order is not a permutation of 0..%d (entry %d is %d)", module, out-1, i, r)
-			}
-			seen[r] = true
-			copy(perm[int64(i)*row:int64(i+1)*row], data[int64(r)*row:int64(r+1)*row])
+		if data, err = reorderRows(module, data, out, rows); err != nil {
+			return nil, err
 		}
-		data = perm
 	}
 	h := &hostLinear{module: module, out: out, in: in, format: "gguf-" + typ.String(), bufs: [][]byte{data}}
 	if g, _, ok := ggml.Grid(typ); ok {

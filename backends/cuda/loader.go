@@ -6,16 +6,15 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends/cuda/device"
-	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/quant"
 )
 
-// loader reads a checkpoint's tensors through package quant (so the
-// kernels see exactly the tensors quant decodes) and arch's names.
+// loader reads a model's tensors from its source (a checkpoint through
+// package quant, so the kernels see exactly the tensors quant decodes, or
+// a GGUF file) by arch's names.
 type loader struct {
-	m      *checkpoint.Model
+	src    source
 	spec   *arch.Spec
-	scheme *quant.Scheme
 	gemmDT device.DType
 }
 
@@ -28,7 +27,7 @@ func (ld *loader) vec(name string, n int) ([]byte, error) {
 // tensor reads a small dense tensor of the given shape as fp32 bytes (the
 // Gated DeltaNet's conv1d weight [ConvDim, 1, kernel]; see vec).
 func (ld *loader) tensor(name string, shape []int) ([]byte, error) {
-	v, got, err := ld.m.ReadFloat64(name)
+	v, got, err := ld.src.float64s(name)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", name, err)
 	}
@@ -46,7 +45,7 @@ func (ld *loader) norm(name string, n int) ([]byte, error) {
 	if !ld.spec.NormOffset {
 		return ld.vec(name, n)
 	}
-	v, shape, err := ld.m.ReadFloat64(name)
+	v, shape, err := ld.src.float64s(name)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", name, err)
 	}
@@ -61,7 +60,7 @@ func (ld *loader) norm(name string, n int) ([]byte, error) {
 }
 
 func (ld *loader) linear(al arch.Linear) (*hostLinear, error) {
-	l, err := ld.scheme.Linear(ld.m, al.Module)
+	l, err := ld.src.linear(al.Module)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", al.Module, err)
 	}
@@ -114,13 +113,13 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 // exists with its length, before anything is allocated; it also marks them
 // as used for the unused-tensor check.
 func (ld *loader) checkVecs() error {
-	check := func(name string, shape []int) error {
-		ti, ok := ld.m.Tensor(name)
+	check := func(name string, want []int) error {
+		shape, ok := ld.src.shape(name)
 		if !ok {
-			return fmt.Errorf("cuda: %s: missing tensor %s", ld.m.Dir, name)
+			return fmt.Errorf("cuda: %s: missing tensor %s", ld.src.where(), name)
 		}
-		if !slices.Equal(ti.Shape, shape) {
-			return fmt.Errorf("cuda: %s: shape %v, want %v", name, ti.Shape, shape)
+		if !slices.Equal(shape, want) {
+			return fmt.Errorf("cuda: %s: shape %v, want %v", name, shape, want)
 		}
 		return nil
 	}
@@ -238,7 +237,7 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 // router32 uploads a MoE router's weight decoded to fp32 (see
 // layerDev.router32), or returns 0 when its input is quantized.
 func (ld *loader) router32(d device.Device, al arch.Linear) (device.Ptr, error) {
-	l, err := ld.scheme.Linear(ld.m, al.Module)
+	l, err := ld.src.linear(al.Module)
 	if err != nil {
 		return 0, fmt.Errorf("cuda: %s: %w", al.Module, err)
 	}
@@ -256,48 +255,32 @@ func (ld *loader) router32(d device.Device, al arch.Linear) (device.Ptr, error) 
 	return p, nil
 }
 
-// embedding returns the embedding table's bytes and dtype (F64 → F32).
-func (ld *loader) embedding() ([]byte, device.DType, error) {
-	s := ld.spec
-	name := s.EmbedTensor()
-	ti, ok := ld.m.Tensor(name)
-	if !ok {
-		return nil, 0, fmt.Errorf("cuda: missing tensor %s", name)
-	}
-	if len(ti.Shape) != 2 || ti.Shape[0] != s.Vocab || ti.Shape[1] != s.Hidden {
-		return nil, 0, fmt.Errorf("cuda: %s: shape %v, want [%d %d]", name, ti.Shape, s.Vocab, s.Hidden)
-	}
-	if dt, ok := dtypeCode(string(ti.DType)); ok {
-		raw, err := ld.m.ReadRaw(name)
-		if err != nil {
-			return nil, 0, fmt.Errorf("cuda: %w", err)
-		}
-		if len(raw) != s.Vocab*s.Hidden*dt.Size() {
-			return nil, 0, fmt.Errorf("cuda: %s: %d bytes, want %d", name, len(raw), s.Vocab*s.Hidden*dt.Size())
-		}
-		return raw, dt, nil
-	}
-	v, _, err := ld.m.ReadFloat64(name)
-	if err != nil {
-		return nil, 0, fmt.Errorf("cuda: %w", err)
-	}
-	return f64ToF32Bytes(v), device.F32, nil
-}
+// embedding returns the embedding table's bytes and dtype (exact values).
+func (ld *loader) embedding() ([]byte, device.DType, error) { return ld.src.embedding(ld.spec) }
 
-// head returns the output projection: lm_head through quant, or the
-// embedding table when tied.
-func (ld *loader) head(embRaw []byte, embDT device.DType) (*hostLinear, error) {
+// head returns the output projection: lm_head through quant, or, when
+// tied, the embedding table (shared reports that: the head reads the
+// embedding's device copy) or the source's own tied head (a quantized GGUF
+// token_embd, read packed).
+func (ld *loader) head(embRaw []byte, embDT device.DType) (h *hostLinear, shared bool, err error) {
 	if !ld.spec.TiedHead {
-		h, err := ld.linear(ld.spec.Head())
+		h, err = ld.linear(ld.spec.Head())
 		if err == nil && h.act != nil && h.act.kind == device.AQLLMInt8 {
 			// the head runs in row chunks, and LLM.int8's outlier columns
 			// depend on every row (transformers never quantizes lm_head
 			// with bitsandbytes: it is in llm_int8_skip_modules)
-			return nil, fmt.Errorf("cuda: %s: an LLM.int8 lm_head is not evaluated on cuda/emu (its logits are computed in row chunks); use --backend reference", h.module)
+			return nil, false, fmt.Errorf("cuda: %s: an LLM.int8 lm_head is not evaluated on cuda/emu (its logits are computed in row chunks); use --backend reference", h.module)
 		}
-		return h, err
+		return h, false, err
+	}
+	if l, err := ld.src.tiedHead(ld.spec); err != nil {
+		return nil, false, fmt.Errorf("cuda: %s: %w", arch.HeadModule, err)
+	} else if l != nil {
+		h, err = prepareLinear(l, ld.gemmDT)
+		return h, false, err
 	}
 	dts := map[device.DType]string{device.F32: "F32", device.BF16: "BF16", device.F16: "F16"}
 	dense := &quant.Dense{Base: quant.Base{Name: arch.HeadModule, Out: ld.spec.Vocab, In: ld.spec.Hidden, Fmt: "tied"}, DType: dts[embDT], Raw: embRaw}
-	return prepareLinear(dense, ld.gemmDT)
+	h, err = prepareLinear(dense, ld.gemmDT)
+	return h, true, err
 }

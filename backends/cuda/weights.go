@@ -209,7 +209,7 @@ type dequantizer func(l quant.Linear, h *hostLinear, gemmDT device.DType) (ok bo
 // beside kernels/dq_<format>.cu); a function, not a variable, so that
 // nothing can change it.
 func dequantizers() []dequantizer {
-	return []dequantizer{prepareDense, prepareCTPack, prepareCTInt, prepareFP8, prepareNVFP4, prepareMXFP4, prepareGPTQ, prepareAWQ, prepareBNB4, prepareBNB8}
+	return []dequantizer{prepareDense, prepareCTPack, prepareCTInt, prepareFP8, prepareNVFP4, prepareMXFP4, prepareGPTQ, prepareAWQ, prepareBNB4, prepareBNB8, prepareGGUF}
 }
 
 // scaleDType maps a format's scale dtype to a kernel dtype code.

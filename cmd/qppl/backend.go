@@ -15,6 +15,7 @@ import (
 	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/backends/cuda/emu"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/quant"
 	"github.com/qppl/qppl/reference"
 )
@@ -91,6 +92,14 @@ func backendFromFlags(c *cli.Context, maxTokens int) backendOptions {
 	}
 }
 
+// deviceLoader loads a model onto devices: cuda.New over a checkpoint,
+// cuda.NewGGUF over a GGUF file.
+type deviceLoader func(devs []device.Device, opt cuda.Options) (*cuda.Backend, error)
+
+func checkpointLoader(m *checkpoint.Model) deviceLoader {
+	return func(devs []device.Device, opt cuda.Options) (*cuda.Backend, error) { return cuda.New(m, devs, opt) }
+}
+
 // openBackend is the one place that names concrete backends.
 func openBackend(m *checkpoint.Model, o backendOptions) (backends.Backend, error) {
 	switch o.Name {
@@ -105,6 +114,13 @@ func openBackend(m *checkpoint.Model, o backendOptions) (backends.Backend, error
 			return nil, usageErr(err)
 		}
 		return b, nil
+	}
+	return openDeviceBackend(checkpointLoader(m), o)
+}
+
+// openDeviceBackend opens --backend emu or cuda over the model load loads.
+func openDeviceBackend(load deviceLoader, o backendOptions) (backends.Backend, error) {
+	switch o.Name {
 	case "emu":
 		ids, split, err := parseDevices(o)
 		if err != nil {
@@ -118,9 +134,9 @@ func openBackend(m *checkpoint.Model, o backendOptions) (backends.Backend, error
 			}
 			devs = append(devs, d)
 		}
-		return newCUDABackend(m, devs, split, o, "emu")
+		return newCUDABackend(load, devs, split, o, "emu")
 	case "cuda":
-		return openCUDA(m, o)
+		return openCUDA(load, o)
 	default:
 		return nil, usageErr(fmt.Errorf("unknown backend %q (want reference, emu or cuda)", o.Name))
 	}
@@ -176,7 +192,7 @@ func (d deviceOwner) Close() error {
 	return err
 }
 
-func newCUDABackend(m *checkpoint.Model, devs []device.Device, split []float64, o backendOptions, name string) (backends.Backend, error) {
+func newCUDABackend(load deviceLoader, devs []device.Device, split []float64, o backendOptions, name string) (backends.Backend, error) {
 	if _, err := device.ParseDType(o.Precision); err != nil {
 		for _, d := range devs {
 			d.Close()
@@ -187,12 +203,12 @@ func newCUDABackend(m *checkpoint.Model, devs []device.Device, split []float64, 
 	if log == nil {
 		log = os.Stderr
 	}
-	b, err := cuda.New(m, devs, cuda.Options{Name: name, Precision: o.Precision, MaxTokens: o.MaxTokens, SplitGB: split, Log: log, AllowUnusedTensors: o.AllowUnused, KVCacheQuant: o.KVCacheQuant})
+	b, err := load(devs, cuda.Options{Name: name, Precision: o.Precision, MaxTokens: o.MaxTokens, SplitGB: split, Log: log, AllowUnusedTensors: o.AllowUnused, KVCacheQuant: o.KVCacheQuant})
 	if err != nil {
 		for _, d := range devs {
 			d.Close()
 		}
-		if errors.Is(err, checkpoint.ErrUnused) {
+		if errors.Is(err, checkpoint.ErrUnused) || errors.Is(err, gguf.ErrFormat) || errors.Is(err, gguf.ErrUnsupported) {
 			return nil, usageErr(err)
 		}
 		return nil, err

@@ -8,11 +8,10 @@ import (
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/backends/cuda/gpu"
-	"github.com/qppl/qppl/checkpoint"
 )
 
 // openCUDA opens the GPUs of --gpus (default 0) for the CUDA backend.
-func openCUDA(m *checkpoint.Model, o backendOptions) (backends.Backend, error) {
+func openCUDA(load deviceLoader, o backendOptions) (backends.Backend, error) {
 	ids, split, err := parseDevices(o)
 	if err != nil {
 		return nil, err
@@ -28,5 +27,5 @@ func openCUDA(m *checkpoint.Model, o backendOptions) (backends.Backend, error) {
 		}
 		devs = append(devs, d)
 	}
-	return newCUDABackend(m, devs, split, o, "cuda")
+	return newCUDABackend(load, devs, split, o, "cuda")
 }

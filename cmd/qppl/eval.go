@@ -184,7 +184,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	data, err := eval.Prepare(ctx, o.prepareOptions(method, m.tokDir, m.configDir(), m.Config, stderr))
+	po, err := m.withTokenizer(o.prepareOptions(method, m.tokDir, m.configDir(), m.Config, stderr))
+	if err != nil {
+		return err
+	}
+	data, err := eval.Prepare(ctx, po)
 	if err != nil {
 		return usageErr(prefixDataError("eval", err))
 	}

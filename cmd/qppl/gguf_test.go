@@ -11,6 +11,8 @@ import (
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/compare/suite"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/gguf/ggml"
+	"github.com/qppl/qppl/internal/ggufgen"
 )
 
 // TestEvalGGUF: qppl eval --model FILE.gguf (the F32 conversion of a
@@ -39,17 +41,37 @@ func TestEvalGGUF(t *testing.T) {
 		t.Errorf("GGUF bpw %v/%v format %q, want 32/32 gguf-f32", rg.BPWLayer, rg.BPWHead, rg.Format)
 	}
 
-	// --text: the tokenizer beside the .gguf (absent) or --tokenizer.
+	// --text: --tokenizer, or tokenizer.json beside the .gguf (absent
+	// here), or else the tokenizer rebuilt from the file's metadata (the
+	// fixture's is GPT-2's pipeline: tokenizer.ggml.pre "gpt-2"); a file
+	// whose pre label qppl cannot rebuild exactly is refused, asking for
+	// --tokenizer.
 	text := filepath.Join(dir, "t.txt")
 	os.WriteFile(text, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 20)), 0o644)
-	code, _, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16")
-	if code != 2 || !strings.Contains(stderr, "tokenizer.json") {
-		t.Fatalf("--text without a tokenizer: exit %d: %s", code, stderr)
-	}
-	code, stdout, stderr := runQPPL(t, "eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16", "--tokenizer", model)
 	_, stdoutST, _ := runQPPL(t, "eval", "--model", model, "--text", text, "--ctx", "32", "--stride", "16")
-	if code != 0 || pplLine(stdout) != pplLine(stdoutST) || pplLine(stdout) == "" {
-		t.Fatalf("--tokenizer: exit %d: %s\n%s\nsafetensors:\n%s", code, stderr, stdout, stdoutST)
+	for _, extra := range [][]string{{"--tokenizer", model}, nil} {
+		code, stdout, stderr := runQPPL(t, append([]string{"eval", "--model", g, "--text", text, "--ctx", "32", "--stride", "16"}, extra...)...)
+		if code != 0 || pplLine(stdout) != pplLine(stdoutST) || pplLine(stdout) == "" {
+			t.Fatalf("%v: exit %d: %s\n%s\nsafetensors:\n%s", extra, code, stderr, stdout, stdoutST)
+		}
+	}
+	other := filepath.Join(dir, "other-pre.gguf")
+	if err := ggufgen.Edit(g, other, func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		for i := range kvs {
+			if kvs[i].Key == "tokenizer.ggml.pre" {
+				kvs[i].Value = gguf.StringValue("deepseek-llm")
+			}
+		}
+		return kvs, ts
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runQPPL(t, "eval", "--model", other, "--text", text, "--ctx", "32", "--stride", "16")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "--tokenizer") || !strings.Contains(stderr, `"deepseek-llm"`) || !strings.Contains(stderr, other) {
+		t.Fatalf("pre deepseek-llm without a tokenizer: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runQPPL(t, "eval", "--model", other, "--text", text, "--ctx", "32", "--stride", "16", "--tokenizer", model); code != 0 {
+		t.Fatalf("pre deepseek-llm with --tokenizer: exit %d: %s", code, stderr)
 	}
 }
 
@@ -96,7 +118,6 @@ func TestEvalGGUFRefusals(t *testing.T) {
 		{"lying count", []string{"--model", lying}, []string{lying, "tensor_count"}},
 		{"missing", []string{"--model", filepath.Join(dir, "nope.gguf")}, []string{"nope.gguf"}},
 		{"other vocabulary", []string{"--model", g, "--tokenizer", editTok}, []string{"tokenizer.ggml.tokens", editTok}},
-		{"emu", []string{"--model", g, "--backend", "emu"}, []string{"GGUF"}},
 		{"allow unused", []string{"--model", g, "--allow-unused-tensors"}, []string{"--allow-unused-tensors", g}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -279,5 +300,107 @@ func TestInspectGGUF(t *testing.T) {
 	// The Q8_0 file is decoded and evaluated.
 	if code, _, stderr := runQPPL(t, "eval", "--model", mixed, "--tokens", toks, "--ctx", "16"); code != 0 {
 		t.Errorf("eval of the Q8_0 file: exit %d, %s", code, stderr)
+	}
+}
+
+// ggufMixed writes a GGUF file from the F32 conversion of model whose
+// decoder Linears are Go-written blocks of the 32-element types, a
+// different type per tensor (internal/ggufgen), and returns its path.
+func ggufMixed(t *testing.T, f32 string) string {
+	t.Helper()
+	types := []ggml.Type{ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q8_0, ggml.IQ4_NL, ggml.MXFP4}
+	k := 0
+	q := filepath.Join(t.TempDir(), "mixed.gguf")
+	if err := ggufgen.Requantize(f32, q, 5, func(name string, ne []int64, own ggml.Type) ggml.Type {
+		if len(ne) != 2 || !strings.HasPrefix(name, "blk.") {
+			return own
+		}
+		k++
+		return types[k%len(types)]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// TestEvalGGUFEmu: qppl eval --backend emu reads GGUF files: the F32
+// conversion gives the safetensors model's emu PPL bit for bit (fp32 and
+// bf16), a file of mixed quantized types the reference's PPL to fp32
+// precision; qppl verify --backends reference,emu passes on it (bf16 and
+// fp32 tolerances) and qppl compare scores a load_fn llamacpp entry on
+// emu.
+func TestEvalGGUFEmu(t *testing.T) {
+	model, tokens := evalFixture(t, 1, 130)
+	dir := t.TempDir()
+	g := filepath.Join(dir, "model.gguf")
+	if err := gguf.ConvertFile(model, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	ppl := func(args ...string) float64 {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "r.json")
+		code, _, stderr := runQPPL(t, append([]string{"eval", "--tokens", tokens, "--ctx", "32", "--stride", "16", "--json", out}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		r, _ := readResult(t, out)
+		return r.PPL
+	}
+	for _, prec := range []string{"fp32", "bf16"} {
+		if a, b := ppl("--model", g, "--backend", "emu", "--precision", prec), ppl("--model", model, "--backend", "emu", "--precision", prec); a != b || !(a > 1) {
+			t.Errorf("%s: emu PPL on the F32 GGUF %v, on safetensors %v", prec, a, b)
+		}
+	}
+	q := ggufMixed(t, g)
+	ref, emu := ppl("--model", q), ppl("--model", q, "--backend", "emu", "--precision", "fp32")
+	t.Logf("mixed GGUF: reference PPL %.9g, emu fp32 %.9g", ref, emu)
+	if !(math.Abs(emu-ref)/ref < 1e-5) {
+		t.Errorf("mixed GGUF: emu fp32 PPL %v, reference %v", emu, ref)
+	}
+	for _, prec := range []string{"fp32", "bf16"} {
+		code, stdout, stderr := runQPPL(t, "verify", "--model", q, "--backends", "reference,emu", "--precision", prec, "--tokens", tokens, "--ctx", "32", "--rows", "3", "--stride", "32")
+		if code != 0 || !strings.Contains(stdout, "PASS") {
+			t.Errorf("verify %s: exit %d\n%s\n%s", prec, code, stdout, stderr)
+		}
+	}
+	// A GGUF whose values are far off the reference fails verify (the
+	// check can fail): emu's bf16 rounding against fp64 tolerances.
+	code, stdout, _ := runQPPL(t, "verify", "--model", q, "--backends", "reference,emu", "--tokens", tokens, "--ctx", "32", "--rows", "2", "--stride", "32", "--max-nll", "1e-12")
+	if code == 0 || strings.Contains(stdout, "PASS") {
+		t.Errorf("verify with --max-nll 1e-12 passed: %s", stdout)
+	}
+}
+
+// TestCompareGGUFSpecEmu: a load_fn llamacpp entry is scored on emu too:
+// the F32 conversion has the safetensors base's emu PPL bit for bit.
+func TestCompareGGUFSpecEmu(t *testing.T) {
+	dir, base, _, text := cmpFixtures(t)
+	g := filepath.Join(dir, "gg", "base-f32.gguf")
+	os.MkdirAll(filepath.Dir(g), 0o755)
+	if err := gguf.ConvertFile(base, g, gguf.ConvertOptions{Type: gguf.F32}); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "data.json")
+	os.WriteFile(ds, []byte(`{"tokenize_fn": "transformers", "tokenizer_dir": "`+base+`", "dataset": "demo", "data_file": "`+text+`", "eval_stride": 16, "eval_len": 32, "max_rows": 3}`), 0o644)
+	ms := filepath.Join(dir, "models.json")
+	os.WriteFile(ms, []byte(`[
+		{"model_dir": "`+g+`", "load_fn": "llamacpp", "fwd_fn": "llamacpp", "label": "GGUF F32"},
+		{"model_dir": "`+base+`", "load_fn": "transformers_auto", "fwd_fn": "transformers", "label": "FP32", "out_logits": "`+filepath.Join(dir, "logits")+`"}
+	]`), 0o644)
+	res := filepath.Join(dir, "r.json")
+	code, out, errs := cmpRun(t, dir, "compare", "-d", ds, "-m", ms, "--cache-dir", filepath.Join(dir, "c"), "--json", res, "--backend", "emu", "--precision", "fp32")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	rs, err := suite.LoadResults(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ppl := map[string]float64{}
+	for _, r := range rs.Results {
+		ppl[r.Label] = r.PPL
+	}
+	if ppl["GGUF F32"] != ppl["FP32"] || !(ppl["FP32"] > 1) {
+		t.Errorf("emu: GGUF PPL %v, safetensors %v", ppl["GGUF F32"], ppl["FP32"])
 	}
 }

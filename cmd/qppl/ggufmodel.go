@@ -13,8 +13,11 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/cuda"
+	"github.com/qppl/qppl/backends/cuda/device"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/dataset/hub"
+	"github.com/qppl/qppl/eval"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/quant"
 	"github.com/qppl/qppl/reference"
@@ -29,6 +32,11 @@ type evalModel struct {
 	Config *checkpoint.Config
 	ckpt   *checkpoint.Model // nil for GGUF
 	gguf   *gguf.Model       // nil for safetensors
+	// A GGUF file without a tokenizer.json (given or beside it): the
+	// tokenizer rebuilt from its tokenizer.ggml.* metadata, or why it
+	// cannot be (reported only when text must be tokenized).
+	tokJSON, tokConfig []byte
+	tokErr             error
 }
 
 // isGGUFPath reports whether --model names a GGUF file.
@@ -97,8 +105,28 @@ func openLocalModel(model, tok string) (*evalModel, error) {
 	case tok != "" || !errors.Is(err, fs.ErrNotExist):
 		g.Close()
 		return nil, fmt.Errorf("--tokenizer: %w", err)
+	case g.HasTokenizer():
+		// no tokenizer.json: the file's own tokenizer metadata, where
+		// it provably gives the Hugging Face tokenizer (gguf.TokenizerJSON)
+		em.tokJSON, em.tokConfig, em.tokErr = g.TokenizerJSON()
 	}
 	return em, nil
+}
+
+// withTokenizer completes a data preparation with the tokenizer rebuilt
+// from the GGUF metadata (when that is the model's tokenizer); when it
+// cannot be rebuilt and the data is text, it says why (a usage error).
+func (m *evalModel) withTokenizer(po eval.PrepareOptions) (eval.PrepareOptions, error) {
+	if m.gguf == nil || po.Tokenizer != m.tokDir {
+		return po, nil
+	}
+	switch {
+	case m.tokJSON != nil:
+		po.Tokenizer, po.TokenizerJSON, po.TokenizerConfig = m.path, m.tokJSON, m.tokConfig
+	case m.tokErr != nil && po.Source.Tokens == "":
+		return po, usageErr(fmt.Errorf("no tokenizer.json beside %s and none given with --tokenizer, and its own metadata cannot stand in for it: %w", m.path, m.tokErr))
+	}
+	return po, nil
 }
 
 // configDir is the directory of the model's config.json and
@@ -116,17 +144,12 @@ type usageTracker interface {
 	Unused() []string
 }
 
-// noUsage is the tracker of a GGUF model: gguf.OpenModel already refuses
-// tensors the architecture does not use.
-type noUsage struct{}
-
-func (noUsage) Stop()            {}
-func (noUsage) Unused() []string { return nil }
-
-// trackUsage starts recording the tensors the backend reads.
+// trackUsage starts recording the tensors the backend reads (a GGUF
+// model: gguf.OpenModel already refuses tensors the architecture does not
+// use, and each backend checks that it read every one).
 func (m *evalModel) trackUsage() usageTracker {
 	if m.gguf != nil {
-		return noUsage{}
+		return m.gguf.TrackUsage()
 	}
 	return m.ckpt.TrackUsage()
 }
@@ -158,7 +181,8 @@ func (m *evalModel) openBackend(o backendOptions) (backends.Backend, error) {
 		}
 		return b, nil
 	}
-	return nil, usageErr(fmt.Errorf("--backend %s does not read GGUF files yet (%s): use --backend reference", o.Name, m.path))
+	g := m.gguf
+	return openDeviceBackend(func(devs []device.Device, opt cuda.Options) (*cuda.Backend, error) { return cuda.NewGGUF(g, devs, opt) }, o)
 }
 
 // inspect returns the bits-per-weight report.

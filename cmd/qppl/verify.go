@@ -51,7 +51,7 @@ func newVerifyCmd() *cli.Command {
 		UsageText: "qppl verify --model DIR [--backends reference,emu|cuda] [--rows N] [--ctx N] [--precision bf16|fp16|fp32] [--tokens FILE | --text FILE | --dataset wikitext2] [tolerances]",
 		Before:    requireFlags("model"),
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "model directory"},
+			&cli.StringFlag{Name: "model", Usage: "model directory or .gguf file"},
 			&cli.StringFlag{Name: "backends", Value: "reference,emu", Usage: "two backends, the first emitting log-probs (reference)"},
 			&cli.StringFlag{Name: "tokens", Usage: "int32 little-endian token file"},
 			&cli.StringFlag{Name: "text", Usage: "UTF-8 text, tokenized with the model's tokenizer.json"},
@@ -113,7 +113,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if err := o.check(); err != nil {
 		return usageErr(err)
 	}
-	m, err := arch.OpenDir(o.Model)
+	m, err := openLocalModel(o.Model, "")
 	if err != nil {
 		return usageErr(err)
 	}
@@ -122,14 +122,14 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageErr(err)
 	}
-	if o.Tol, err = o.tolerances(m, spec); err != nil {
+	if o.Tol, err = o.tolerances(m.ckpt, spec); err != nil {
 		return usageErr(err)
 	}
-	ws, err := verifyWindows(ctx, o, m.Config, stderr)
+	ws, err := verifyWindows(ctx, o, m, stderr)
 	if err != nil {
 		return err
 	}
-	kvState, kvScheme, err := kvCacheState(m, o.Backend.KVCacheQuant)
+	kvState, kvScheme, err := kvCacheState(m.ckpt, o.Backend.KVCacheQuant)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 		if name == "reference" {
 			bo.Precision = ""
 		}
-		b, err := openBackend(m, bo)
+		b, err := m.openBackend(bo)
 		if err != nil {
 			return err
 		}
@@ -188,10 +188,11 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 // verifyWindows cuts --windows windows of --ctx tokens (stride --stride)
 // from the data (eval.Prepare, as eval reads it), or from deterministic
 // synthetic ids when no data is given.
-func verifyWindows(ctx context.Context, o verifyOptions, cfg *checkpoint.Config, stderr io.Writer) ([]backends.Window, error) {
+func verifyWindows(ctx context.Context, o verifyOptions, m *evalModel, stderr io.Writer) ([]backends.Window, error) {
+	cfg := m.Config
 	po := eval.PrepareOptions{
 		Source:    eval.Source{Text: o.Text, Tokens: o.Tokens, Dataset: o.Dataset},
-		Tokenizer: o.Model, Model: modelVocabulary(cfg, ""),
+		Tokenizer: m.tokDir, Model: modelVocabulary(cfg, ""),
 		Method: compare.MethodCompareQ, Ctx: o.Ctx, Stride: o.Stride, Rows: o.Windows,
 		ResolveDataset: func(ctx context.Context, _ string) ([]string, error) {
 			r, err := hub.ResolveWikiText(ctx, hub.WikiTextOptions{Data: o.Data, Progress: stderr})
@@ -213,6 +214,10 @@ func verifyWindows(ctx context.Context, o verifyOptions, cfg *checkpoint.Config,
 			return nil, usageErr(fmt.Errorf("verify: %w", err))
 		}
 		return ws, nil
+	}
+	po, err := m.withTokenizer(po)
+	if err != nil {
+		return nil, err
 	}
 	d, err := eval.Prepare(ctx, po)
 	if err != nil {
@@ -244,11 +249,15 @@ func (o *verifyOptions) check() error {
 }
 
 // tolerances are the defaults for the compared precision (and whether the
-// checkpoint quantizes activations), overridden by the tolerance flags.
+// checkpoint quantizes activations; m nil: a GGUF file, whose activations
+// are not quantized), overridden by the tolerance flags.
 func (o *verifyOptions) tolerances(m *checkpoint.Model, spec *arch.Spec) (verify.Tolerances, error) {
-	act, err := hasActQuant(m, spec)
-	if err != nil {
-		return verify.Tolerances{}, err
+	act := false
+	if m != nil {
+		var err error
+		if act, err = hasActQuant(m, spec); err != nil {
+			return verify.Tolerances{}, err
+		}
 	}
 	tol := verify.DefaultTolerances(o.TolerancePrecision, act)
 	for name, dst := range map[string]*float64{"max-nll": &tol.MaxNLL, "mean-nll": &tol.MeanNLL, "mean-kl": &tol.MeanKL,

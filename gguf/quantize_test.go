@@ -49,10 +49,17 @@ func quantizeFixtures(t *testing.T) map[string]string {
 // qppl's quantized conversion holds, tensor for tensor, the types and the
 // bytes that llama_model_quantize writes from qppl's F32 conversion of the
 // same model — llama.cpp's per-tensor type mix and ggml's quantizers both
-// reproduced.
+// reproduced — on two fixtures and on ../shared's tiny-wt2-mistral.
 func TestConvertQuantizedMatchesLlamaCpp(t *testing.T) {
 	h := llamaHelper(t)
-	for name, dir := range quantizeFixtures(t) {
+	models := quantizeFixtures(t)
+	// A trained model too (widths 128/384: the 32-value fallbacks).
+	if tiny := filepath.Join("..", "..", "shared", "models", "tiny-wt2-mistral"); dirExists(tiny) {
+		models["tiny-wt2-mistral"] = tiny
+	} else {
+		t.Logf("%s absent: checked on the fixtures only", tiny)
+	}
+	for name, dir := range models {
 		f32 := convert(t, dir, gguf.F32)
 		for _, ft := range gguf.FileTypes() {
 			if ft.Name == "F32" {
@@ -105,6 +112,8 @@ func TestConvertQuantizedMatchesLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+func dirExists(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }
 
 func mustGet(t *testing.T, f *gguf.File, key string) string {
 	v, ok := f.Get(key)

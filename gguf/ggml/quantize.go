@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 )
 
 // Encoders: the inverse of the decoders, as ggml_quantize_chunk computes
@@ -99,10 +101,22 @@ func Quantize(t Type, x []float32, perRow int) ([]byte, error) {
 	if enc == nil {
 		return nil, fmt.Errorf("ggml type %s: qppl has no quantizer for it", tr.name)
 	}
+	// Blocks are independent: the work is split into contiguous runs of
+	// blocks, one per CPU (the bytes do not depend on the split).
 	bs, ts := tr.blockSize, tr.typeSize
-	for i, o := 0, 0; i < len(x); i, o = i+bs, o+ts {
-		enc(x[i:i+bs:i+bs], out[o:o+ts:o+ts])
+	nb := len(x) / bs
+	workers := min(runtime.GOMAXPROCS(0), max(1, nb/64))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		b0, b1 := nb*w/workers, nb*(w+1)/workers
+		wg.Go(func() {
+			for b := b0; b < b1; b++ {
+				i, o := b*bs, b*ts
+				enc(x[i:i+bs:i+bs], out[o:o+ts:o+ts])
+			}
+		})
 	}
+	wg.Wait()
 	return out, nil
 }
 

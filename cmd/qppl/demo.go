@@ -128,12 +128,24 @@ func runDemo(c *cli.Context) error {
 		}
 	}
 	ggufDir := filepath.Join(dir, "gguf")
+	ggufOK, ggufProbed := true, false
 	for _, s := range demoSchemes {
 		out := filepath.Join(dir, strings.ToLower(s.scheme))
 		if s.gguf {
+			if !ggufOK {
+				continue
+			}
 			out = filepath.Join(ggufDir, strings.ToLower(s.scheme)+".gguf")
 			if err := demoGGUF(base, ggufDir, out, s.scheme); err != nil {
 				return err
+			}
+			if !ggufProbed {
+				ggufProbed = true
+				if err := demoBackendReadsGGUF(c, out); err != nil {
+					ggufOK = false
+					fmt.Fprintf(stderr, "demo: leaving out the GGUF points: %v\n", err)
+					continue
+				}
 			}
 		} else if err := quantizer.Quantize(base, out, s.scheme, quantizer.Options{Seed: 1}); err != nil {
 			return fmt.Errorf("demo: quantizing %s: %w", s.scheme, err)
@@ -169,4 +181,24 @@ func demoGGUF(base, dir, out, ft string) error {
 		return fmt.Errorf("demo: converting to GGUF %s: %w", ft, err)
 	}
 	return nil
+}
+
+// demoBackendReadsGGUF opens the GGUF file path with the chosen backend
+// when it is not the reference (which always reads GGUF; its errors are
+// the run's): a backend that cannot score GGUF files leaves the demo's
+// GGUF points out instead of failing halfway through the comparison.
+func demoBackendReadsGGUF(c *cli.Context, path string) error {
+	if name := c.String(flagBackend); name == "" || name == "reference" {
+		return nil
+	}
+	m, err := openLocalModel(path, "")
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	b, err := m.openBackend(backendFromFlags(c, c.Int("ctx")))
+	if err != nil {
+		return err
+	}
+	return b.Close()
 }

@@ -203,7 +203,7 @@ func encodeQ4_0(x []float32, b []byte) {
 	id := inv(d)
 	put16(b, d)
 	for j := 0; j < 16; j++ {
-		x0, x1 := x[j]*id, x[16+j]*id
+		x0, x1 := float32(x[j]*id), float32(x[16+j]*id)
 		b[2+j] = byte(min(15, int8(x0+8.5))) | byte(min(15, int8(x1+8.5)))<<4
 	}
 }
@@ -216,7 +216,7 @@ func encodeQ4_1(x []float32, b []byte) {
 	put16(b, d)
 	put16(b[2:], mn)
 	for j := 0; j < 16; j++ {
-		x0, x1 := (x[j]-mn)*id, (x[16+j]-mn)*id
+		x0, x1 := float32((x[j]-mn)*id), float32((x[16+j]-mn)*id)
 		b[4+j] = byte(min(15, int8(x0+0.5))) | byte(min(15, int8(x1+0.5)))<<4
 	}
 }
@@ -229,7 +229,7 @@ func encodeQ5_0(x []float32, b []byte) {
 	put16(b, d)
 	var qh uint32
 	for j := 0; j < 16; j++ {
-		x0, x1 := x[j]*id, x[16+j]*id
+		x0, x1 := float32(x[j]*id), float32(x[16+j]*id)
 		xi0, xi1 := byte(min(31, int8(x0+16.5))), byte(min(31, int8(x1+16.5)))
 		b[6+j] = xi0&0xf | (xi1&0xf)<<4
 		qh |= uint32(xi0&0x10)>>4<<j | uint32(xi1&0x10)>>4<<(j+16)
@@ -246,7 +246,7 @@ func encodeQ5_1(x []float32, b []byte) {
 	put16(b[2:], mn)
 	var qh uint32
 	for j := 0; j < 16; j++ {
-		x0, x1 := (x[j]-mn)*id, (x[16+j]-mn)*id
+		x0, x1 := float32((x[j]-mn)*id), float32((x[16+j]-mn)*id)
 		xi0, xi1 := byte(x0+0.5), byte(x1+0.5)
 		b[8+j] = xi0&0xf | (xi1&0xf)<<4
 		qh |= uint32(xi0&0x10)>>4<<j | uint32(xi1&0x10)>>4<<(j+16)

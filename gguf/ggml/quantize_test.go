@@ -2,6 +2,8 @@ package ggml
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -180,5 +182,28 @@ func TestF32ToF16(t *testing.T) {
 	}
 	if F32ToF16(65520) != 0x7c00 || F32ToF16(65519.996) != 0x7bff || F32ToF16(-1e9) != 0xfc00 {
 		t.Fatal("overflow rounding")
+	}
+}
+
+// quantizeDigest is the SHA-256 of every quantizable type's encoding of
+// quantizeRows(PCG(17, 3), 1024, 512), types in id order: the bytes
+// TestQuantizeMatchesGGML proves equal to libggml's (on amd64, with the
+// library). TestQuantizeDigest pins them so that a build without the
+// library, or another GOARCH (qemu-aarch64: the float32 roundings that
+// forbid fused multiply-adds), checks the same bytes.
+const quantizeDigest = "4944b05a86dad6ddb8cb9dff3f3884c64f9a8e3bba01f2dbb6d797cca8b21a1d"
+
+func TestQuantizeDigest(t *testing.T) {
+	x := quantizeRows(rand.New(rand.NewPCG(17, 3)), 1024, 512)
+	h := sha256.New()
+	for _, typ := range QuantizableTypes() {
+		q, err := Quantize(typ, x, 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(q)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != quantizeDigest {
+		t.Fatalf("quantizer output digest %s, want %s (the bytes ggml_quantize_chunk gives)", got, quantizeDigest)
 	}
 }

@@ -32,14 +32,14 @@ func openRaw(t *testing.T, path string) *gguf.File {
 }
 
 // quantizeFixtures are the models the quantized conversions are checked
-// on: 10 llama layers with widths that are whole super-blocks and
-// grouped-query attention of 4 (so Q4_K_M's use_more_bits layers, the IQ4
-// attn_v rule and the tied Q6_K head all occur), and qwen3 of width 64 and
-// an untied head (every k-quant falls back to a 32-block type).
+// on: 8 llama layers of width 256 with 4 query heads per KV head and a
+// tied head (so Q4_K_M's use_more_bits layers 0, 3, 6, 7, the IQ4 attn_v
+// rule and the Q6_K head all occur), and qwen3 of width 64 with an untied
+// head (every super-block type falls back to a 32-value one).
 func quantizeFixtures(t *testing.T) map[string]string {
 	return map[string]string{
-		"llama-256x10": writeFixture(t, "llama", func(o *fixtures.Options) {
-			o.Hidden, o.Intermediate, o.Heads, o.KVHeads, o.HeadDim, o.Layers, o.Tied = 256, 512, 8, 2, 32, 10, true
+		"llama-256x8": writeFixture(t, "llama", func(o *fixtures.Options) {
+			o.Hidden, o.Intermediate, o.Heads, o.KVHeads, o.HeadDim, o.Layers, o.Tied = 256, 256, 8, 2, 32, 8, true
 		}),
 		"qwen3-64": writeFixture(t, "qwen3", func(o *fixtures.Options) { o.Tied = false }),
 	}
@@ -129,11 +129,14 @@ func mustGet(t *testing.T, f *gguf.File, key string) string {
 // reference's NLL on the quantized file equals its NLL on an F32 file of
 // the decoded weights, bit for bit.
 func TestQuantizedConversionRoundTrip(t *testing.T) {
-	fx := quantizeFixtures(t)
-	dir := fx["llama-256x10"]
+	// Two layers: Q4_K_M still puts Q6_K on layer 1's attn_v and ffn_down.
+	dir := writeFixture(t, "llama", func(o *fixtures.Options) {
+		o.Hidden, o.Intermediate, o.Heads, o.KVHeads, o.HeadDim, o.Tied = 256, 256, 8, 2, 32, true
+	})
 	f32 := convert(t, dir, gguf.F32)
 	src := openRaw(t, f32)
 	ws := testWindows(512)
+	base := ggufNLL(t, f32, gguf.Options{}, ws)
 	for _, ftName := range []string{"Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"} {
 		t.Run(ftName, func(t *testing.T) {
 			q := filepath.Join(t.TempDir(), ftName+".gguf")
@@ -193,7 +196,6 @@ func TestQuantizedConversionRoundTrip(t *testing.T) {
 					t.Fatalf("token %d: NLL %v on the quantized file, %v on its decoded weights", i, got[i], want[i])
 				}
 			}
-			base := ggufNLL(t, f32, gguf.Options{}, ws)
 			t.Logf("%s: %v; PPL %.6f (F32 %.6f)", ftName, types, ppl(got), ppl(base))
 			if ppl(got) == ppl(base) {
 				t.Fatal("quantization did not change the NLL")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/gguf/ggml"
 	"github.com/qppl/qppl/internal/atomicfile"
 )
 
@@ -23,6 +24,11 @@ type ConvertOptions struct {
 	// checkpoints) or F16 (rounded to nearest even, as llama.cpp's
 	// converter does). Norms and biases are always F32.
 	Type Type
+	// FileType, when set, is the llama.cpp file type to write instead
+	// (FileTypes: "Q8_0", "Q4_K_M", "IQ4_XS", ...): every 2-D weight is
+	// quantized by package ggml to the type llama_model_quantize would
+	// choose for it, byte for byte as llama.cpp quantizes the F32 file.
+	FileType string
 	// Name is general.name (default: the model directory's base name).
 	Name string
 }
@@ -36,8 +42,16 @@ type ConvertOptions struct {
 // metadata so that libllama loads the file. Every tensor of m must be
 // used.
 func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error) {
-	if o.Type != F32 && o.Type != F16 {
-		return nil, nil, fmt.Errorf("gguf: convert: output type %s (want F32 or F16)", o.Type)
+	ftName := o.FileType
+	if ftName == "" {
+		if o.Type != F32 && o.Type != F16 {
+			return nil, nil, fmt.Errorf("gguf: convert: output type %s (want F32 or F16)", o.Type)
+		}
+		ftName = o.Type.String()
+	}
+	ft, err := FileTypeByName(ftName)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(m.Config.QuantizationConfig) > 0 {
 		return nil, nil, fmt.Errorf("%w: %s: convert: quantized checkpoints (%s) cannot be converted; convert the dense model", ErrUnsupported, m.Dir, m.Config.QuantizationKey)
@@ -68,10 +82,9 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	if name == "" {
 		name = filepath.Base(m.Dir)
 	}
-	fileType := uint32(0) // LLAMA_FTYPE_ALL_F32
-	if o.Type == F16 {
-		fileType = 1 // LLAMA_FTYPE_MOSTLY_F16
-	}
+	fileType := ft.ID
+	mix := mixModel{arch: a, layers: spec.Layers, gqa: spec.Heads / spec.KVHeads, tied: spec.TiedHead,
+		is70B: a == "llama" && spec.Layers == 80 && spec.Heads != spec.KVHeads}
 	kvs := []KV{
 		{"general.architecture", StringValue(a)},
 		{"general.name", StringValue(name)},
@@ -120,7 +133,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 
 	used := map[string]bool{}
 	var ts []WriteTensor
-	add := func(hf string, typ Type, heads int) error {
+	add := func(hf string, heads int) error {
 		vals, shape, err := m.ReadFloat64(hf)
 		if err != nil {
 			return err
@@ -130,8 +143,11 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		for i, d := range shape {
 			dims[len(shape)-1-i] = int64(d)
 		}
-		if len(shape) == 1 {
-			typ = F32
+		typ := F32
+		if len(shape) == 2 {
+			if typ, err = ft.tensorType(ggufName(hf), int64(shape[1]), mix); err != nil {
+				return fmt.Errorf("%s: convert to %s: %w", m.Dir, ft.Name, err)
+			}
 		}
 		esize := 4
 		if typ == F16 {
@@ -140,18 +156,29 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		data := make([]byte, len(vals)*esize)
 		for i, v := range vals {
 			f := float32(v)
-			if float64(f) != v && !math.IsNaN(v) && typ == F32 {
+			if float64(f) != v && !math.IsNaN(v) && typ != F16 {
 				return fmt.Errorf("%s: convert: tensor %q element %d = %v is not a float32", m.Dir, hf, i, v)
 			}
-			if typ == F32 {
-				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
-			} else {
+			if typ == F16 {
 				binary.LittleEndian.PutUint16(data[2*i:], f32ToF16(f))
+			} else {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
 			}
 		}
 		if heads > 0 {
 			if err := Permute(data, shape[0], shape[1], esize, heads); err != nil {
 				return fmt.Errorf("%s: %w", hf, err)
+			}
+		}
+		if typ != F32 && typ != F16 {
+			// Quantize the (permuted) float32 rows, as llama.cpp
+			// quantizes the F32 file.
+			f := make([]float32, len(vals))
+			for i := range f {
+				f[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+			}
+			if data, err = ggml.Quantize(typ, f, shape[1]); err != nil {
+				return fmt.Errorf("%s: convert: tensor %q: %w", m.Dir, hf, err)
 			}
 		}
 		ts = append(ts, WriteTensor{Name: ggufName(hf), Dims: dims, Type: typ, Data: data})
@@ -160,7 +187,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	if ropeFreqs != nil {
 		ts = append(ts, WriteTensor{Name: ropeFreqsName, Dims: []int64{int64(spec.HeadDim / 2)}, Type: F32, Data: ropeFreqs})
 	}
-	if err := add(arch.EmbedName, o.Type, 0); err != nil {
+	if err := add(arch.EmbedName, 0); err != nil {
 		return nil, nil, err
 	}
 	for i := 0; i < spec.Layers; i++ {
@@ -168,7 +195,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		vecs := []string{l.AttnNorm, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.MLPNorm}
 		for _, n := range vecs {
 			if n != "" {
-				if err := add(n, F32, 0); err != nil {
+				if err := add(n, 0); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -181,16 +208,16 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 			if permute && lin.Module == l.K {
 				heads = spec.KVHeads
 			}
-			if err := add(lin.Module+".weight", o.Type, heads); err != nil {
+			if err := add(lin.Module+".weight", heads); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
-	if err := add(arch.FinalNormName, F32, 0); err != nil {
+	if err := add(arch.FinalNormName, 0); err != nil {
 		return nil, nil, err
 	}
 	if !spec.TiedHead {
-		if err := add(arch.LMHeadName, o.Type, 0); err != nil {
+		if err := add(arch.LMHeadName, 0); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -21,17 +21,20 @@ type convertOptions struct {
 func newConvertCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "convert",
-		Usage: "convert a dense checkpoint directory to another container (gguf: as llama.cpp's convert_hf_to_gguf.py writes it)",
-		UsageText: "qppl convert --model DIR --to gguf --out FILE.gguf [--type f32|f16] [--name NAME]\n\n" +
+		Usage: "convert a dense checkpoint directory to GGUF (as convert_hf_to_gguf.py, then llama-quantize, write it)",
+		UsageText: "qppl convert --model DIR --to gguf --out FILE.gguf [--type TYPE] [--name NAME]\n\n" +
 			"The GGUF file has llama.cpp's tensor names and metadata (llama and mistral as architecture llama, with\n" +
 			"llama.cpp's Q/K row permutation; qwen2; qwen3), the tokenizer's vocabulary as tokenizer.ggml.*, and\n" +
-			"loads in libllama. f32 is exact for F32, BF16 and F16 checkpoints; f16 rounds 2-D weights to nearest even.",
+			"loads in libllama. f32 is exact for F32, BF16 and F16 checkpoints; f16 and bf16 round 2-D weights to\n" +
+			"nearest even. A quantized type is llama.cpp's file type (" + fileTypeList() + "):\n" +
+			"each 2-D weight gets the type llama-quantize gives it (Q4_K_M: Q6_K on the head and on some attn_v and\n" +
+			"ffn_down tensors), quantized byte for byte as llama-quantize quantizes the f32 file (no importance matrix).",
 		Before: requireFlags("model", "to", "out"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Usage: "dense model directory (config.json, safetensors, tokenizer.json)"},
 			&cli.StringFlag{Name: "to", Usage: "output container: gguf"},
 			&cli.StringFlag{Name: "out", Usage: "output file"},
-			&cli.StringFlag{Name: "type", Value: "f32", Usage: "type of the 2-D weights: f32 or f16 (norms and biases are f32)"},
+			&cli.StringFlag{Name: "type", Value: "f32", Usage: "llama.cpp file type: f32, f16, bf16, or a quantized one (" + fileTypeList() + "); norms and biases stay f32"},
 			&cli.StringFlag{Name: "name", Usage: "general.name", DefaultText: "the model directory's name"},
 		},
 		Action: func(c *cli.Context) error {
@@ -48,14 +51,9 @@ func convertRun(c *cli.Context, o convertOptions) error {
 	if o.To != "gguf" {
 		return usageErr(fmt.Errorf("convert: --to %q (supported: gguf)", o.To))
 	}
-	var typ gguf.Type
-	switch strings.ToLower(o.Type) {
-	case "f32":
-		typ = gguf.F32
-	case "f16":
-		typ = gguf.F16
-	default:
-		return usageErr(fmt.Errorf("convert: --type %q (want f32 or f16)", o.Type))
+	ft, err := gguf.FileTypeByName(o.Type)
+	if err != nil {
+		return usageErr(fmt.Errorf("convert: --type %q: %w", o.Type, err))
 	}
 	if !strings.HasSuffix(strings.ToLower(o.Out), ".gguf") {
 		return usageErr(fmt.Errorf("convert: --out %s: a GGUF file name ends in .gguf", o.Out))
@@ -66,7 +64,7 @@ func convertRun(c *cli.Context, o convertOptions) error {
 	if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
 		return usageErr(fmt.Errorf("convert: --out %s: directory %s does not exist", o.Out, filepath.Dir(o.Out)))
 	}
-	if err := gguf.ConvertFile(o.Model, o.Out, gguf.ConvertOptions{Type: typ, Name: o.Name}); err != nil {
+	if err := gguf.ConvertFile(o.Model, o.Out, gguf.ConvertOptions{FileType: ft.Name, Name: o.Name}); err != nil {
 		if errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, checkpoint.ErrConfig) || errors.Is(err, checkpoint.ErrFormat) ||
 			errors.Is(err, checkpoint.ErrUnsupported) || errors.Is(err, gguf.ErrUnsupported) || errors.Is(err, gguf.ErrFormat) {
 			return usageErr(err)
@@ -79,6 +77,17 @@ func convertRun(c *cli.Context, o convertOptions) error {
 	}
 	defer m.Close()
 	st, _ := os.Stat(o.Out)
-	fmt.Fprintf(c.App.Writer, "wrote %s: %s (%s), %d tensors, %s, %d bytes\n", o.Out, m.Arch, m.Config.ModelType, len(m.TensorNames()), strings.ToUpper(o.Type), st.Size())
+	fmt.Fprintf(c.App.Writer, "wrote %s: %s (%s), %d tensors, %s, %d bytes\n", o.Out, m.Arch, m.Config.ModelType, len(m.TensorNames()), ft.Name, st.Size())
 	return nil
+}
+
+// fileTypeList names the quantized file types convert writes.
+func fileTypeList() string {
+	var names []string // the quantized ones
+	for _, ft := range gguf.FileTypes() {
+		if ft.Default.BlockSize() > 1 {
+			names = append(names, ft.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }

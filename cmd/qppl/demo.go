@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,25 +14,37 @@ import (
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
+	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/internal/atomicfile"
 )
 
 // demoScheme is one quantization of the demo model and its plot label
-// (first word = format family, so each family gets one colour).
-type demoScheme struct{ scheme, label string }
+// (first word = format family, so each family gets one colour). A gguf
+// scheme is a llama.cpp file type written by qppl convert (package gguf's
+// quantizer, byte for byte llama-quantize's); the others are qppl quantize
+// schemes (safetensors checkpoints).
+type demoScheme struct {
+	scheme, label string
+	gguf          bool
+}
 
 // demoSchemes are the formats the demo compares, from most to fewest bits.
 var demoSchemes = []demoScheme{
-	{"W8A16", "INT8 W8A16 channel"},
-	{"FP8-DYNAMIC", "FP8 dynamic"},
-	{"W8A8", "INT8 W8A8"},
-	{"W4A16-G32", "INT4 W4A16 g32"},
-	{"W4A16", "INT4 W4A16 g128"},
-	{"GPTQ", "GPTQ int4 g128"},
-	{"AWQ", "AWQ int4 g128"},
-	{"NVFP4A16", "NVFP4 W4A16"},
-	{"NVFP4", "NVFP4 W4A4"},
-	{"MXFP4", "MXFP4 W4A16"},
+	{scheme: "W8A16", label: "INT8 W8A16 channel"},
+	{scheme: "FP8-DYNAMIC", label: "FP8 dynamic"},
+	{scheme: "FP8-BLOCK", label: "FP8 block 128x128"},
+	{scheme: "W8A8", label: "INT8 W8A8"},
+	{scheme: "Q8_0", label: "GGUF Q8_0", gguf: true},
+	{scheme: "Q4_K_M", label: "GGUF Q4_K_M", gguf: true},
+	{scheme: "W4A16-G32", label: "INT4 W4A16 g32"},
+	{scheme: "W4A16", label: "INT4 W4A16 g128"},
+	{scheme: "GPTQ", label: "GPTQ int4 g128"},
+	{scheme: "AWQ", label: "AWQ int4 g128"},
+	{scheme: "NVFP4A16", label: "NVFP4 W4A16"},
+	{scheme: "NVFP4", label: "NVFP4 W4A4"},
+	{scheme: "MODELOPT-NVFP4", label: "ModelOpt NVFP4 W4A4"},
+	{scheme: "IQ4_XS", label: "GGUF IQ4_XS", gguf: true},
+	{scheme: "MXFP4", label: "MXFP4 W4A16"},
 }
 
 func newDemoCmd() *cli.Command {
@@ -79,8 +93,11 @@ func runDemo(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// Big enough for group-128 formats, small enough for a quick float64 run.
-	o.Hidden, o.Intermediate, o.HeadDim, o.DType = 128, 384, 32, checkpoint.BF16
+	// Big enough for group-128 formats and for llama.cpp's 256-value
+	// super-blocks (Q4_K, Q6_K, IQ4_XS need Linear input widths that are
+	// multiples of 256, else llama-quantize falls back to 32-value types),
+	// small enough for a quick float64 run.
+	o.Hidden, o.Intermediate, o.Heads, o.HeadDim, o.DType = 256, 512, 8, 32, checkpoint.BF16
 	// Full attention, as Mistral-7B-v0.2 and later: the test fixture's
 	// 32-token window is there to exercise sliding windows, not the demo.
 	o.Config = map[string]any{"sliding_window": nil}
@@ -110,9 +127,27 @@ func runDemo(c *cli.Context) error {
 			args = append(args, "--"+f, c.String(f))
 		}
 	}
+	ggufDir := filepath.Join(dir, "gguf")
+	ggufOK, ggufProbed := true, false
 	for _, s := range demoSchemes {
 		out := filepath.Join(dir, strings.ToLower(s.scheme))
-		if err := quantizer.Quantize(base, out, s.scheme, quantizer.Options{Seed: 1}); err != nil {
+		if s.gguf {
+			if !ggufOK {
+				continue
+			}
+			out = filepath.Join(ggufDir, strings.ToLower(s.scheme)+".gguf")
+			if err := demoGGUF(base, ggufDir, out, s.scheme); err != nil {
+				return err
+			}
+			if !ggufProbed {
+				ggufProbed = true
+				if err := demoBackendReadsGGUF(c, out); err != nil {
+					ggufOK = false
+					fmt.Fprintf(stderr, "demo: leaving out the GGUF points: %v\n", err)
+					continue
+				}
+			}
+		} else if err := quantizer.Quantize(base, out, s.scheme, quantizer.Options{Seed: 1}); err != nil {
 			return fmt.Errorf("demo: quantizing %s: %w", s.scheme, err)
 		}
 		args = append(args, "--model", out, "--label", s.label)
@@ -121,4 +156,49 @@ func runDemo(c *cli.Context) error {
 		fmt.Fprintf(stderr, "demo: %s\n", shellQuote(args))
 	}
 	return newApp(c.App.Reader, c.App.Writer, c.App.ErrWriter).RunContext(c.Context, args)
+}
+
+// demoGGUF writes the base as a GGUF file of llama.cpp file type ft (what
+// qppl convert --to gguf --type FT writes), with the base's tokenizer
+// files beside it in dir, where qppl finds the tokenizer of a .gguf model.
+func demoGGUF(base, dir, out, ft string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(base, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = atomicfile.WriteBytes(filepath.Join(dir, name), b, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	if err := gguf.ConvertFile(base, out, gguf.ConvertOptions{FileType: ft}); err != nil {
+		return fmt.Errorf("demo: converting to GGUF %s: %w", ft, err)
+	}
+	return nil
+}
+
+// demoBackendReadsGGUF opens the GGUF file path with the chosen backend
+// when it is not the reference (which always reads GGUF; its errors are
+// the run's): a backend that cannot score GGUF files leaves the demo's
+// GGUF points out instead of failing halfway through the comparison.
+func demoBackendReadsGGUF(c *cli.Context, path string) error {
+	if name := c.String(flagBackend); name == "" || name == "reference" {
+		return nil
+	}
+	m, err := openLocalModel(path, "")
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	b, err := m.openBackend(backendFromFlags(c, c.Int("ctx")))
+	if err != nil {
+		return err
+	}
+	return b.Close()
 }

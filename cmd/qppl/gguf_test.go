@@ -157,10 +157,18 @@ func TestConvertCommand(t *testing.T) {
 	if st16, _ := os.Stat(f16); st16 == nil {
 		t.Fatal("no f16 file")
 	}
+	// A quantized file type: written, read back, evaluated; not the f32 PPL.
+	q := filepath.Join(dir, "mq.gguf")
+	if code, stdout, stderr := runQPPL(t, "convert", "--model", model, "--to", "gguf", "--out", q, "--type", "q4_k_m"); code != 0 || !strings.Contains(stdout, "Q4_K_M") {
+		t.Fatalf("q4_k_m: exit %d: %s %s", code, stdout, stderr)
+	}
+	if _, c, _ := runQPPL(t, "eval", "--model", q, "--tokens", tokens, "--ctx", "32"); pplLine(c) == "" || pplLine(c) == pplLine(a) {
+		t.Fatalf("Q4_K_M GGUF %q vs f32 %q", pplLine(c), pplLine(a))
+	}
 	for _, args := range [][]string{
 		{"--model", model, "--to", "onnx", "--out", out},
 		{"--model", model, "--to", "gguf", "--out", filepath.Join(dir, "x.bin")},
-		{"--model", model, "--to", "gguf", "--out", out, "--type", "q4_0"},
+		{"--model", model, "--to", "gguf", "--out", out, "--type", "q2_k"}, // a llama.cpp type qppl does not write
 		{"--model", filepath.Join(dir, "none"), "--to", "gguf", "--out", out},
 		{"--model", model, "--to", "gguf", "--out", filepath.Join(dir, "no", "x.gguf")},
 	} {

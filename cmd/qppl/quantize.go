@@ -12,6 +12,7 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/fixtures/quantizer"
+	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/quant"
 	"github.com/qppl/qppl/reference"
 )
@@ -35,7 +36,8 @@ func newQuantizeCmd() *cli.Command {
 		Usage:     "round-to-nearest quantize a dense checkpoint into a real packed layout (for fixtures and regression tests)",
 		UsageText: "qppl quantize --model DIR --scheme S --out DIR [--seed N] [--quantize-head] [--group-size N] [--kv-cache fp8|fp8-head]",
 		Description: "Schemes:\n" + strings.Join(schemes, "\n") +
-			"\n\nA group size larger than a Linear's input gives one partial group; otherwise it must divide in_features (AWQ: always).",
+			"\n\nA group size larger than a Linear's input gives one partial group; otherwise it must divide in_features (AWQ: always)." +
+			"\n\nGGUF quants (Q8_0, Q4_K_M, IQ4_XS, ...) are written by qppl convert --to gguf --type TYPE.",
 		Before: requireFlags("model", "scheme", "out"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Usage: "dense source model directory"},
@@ -57,6 +59,9 @@ func newQuantizeCmd() *cli.Command {
 }
 
 func quantizeRun(c *cli.Context, o quantizeOptions) error {
+	if ft, err := gguf.FileTypeByName(o.Scheme); err == nil && ft.Default.BlockSize() > 1 {
+		return usageErr(fmt.Errorf("quantize: --scheme %s is a llama.cpp GGUF file type: qppl convert --model %s --to gguf --type %s --out FILE.gguf writes it", o.Scheme, o.Model, ft.Name))
+	}
 	if o.GroupSizeSet && o.Opt.GroupSize < 1 {
 		return usageErr(fmt.Errorf("quantize: --group-size %d: must be a positive number of input columns", o.Opt.GroupSize))
 	}

@@ -35,6 +35,7 @@ func TestQuantizeInspectCLI(t *testing.T) {
 		want string
 	}{
 		{[]string{"quantize", "--model", base, "--scheme", "W3A3", "--out", filepath.Join(dir, "x")}, `unknown scheme "W3A3"`},
+		{[]string{"quantize", "--model", base, "--scheme", "Q4_K_M", "--out", filepath.Join(dir, "x")}, `qppl convert --model ` + base + ` --to gguf --type Q4_K_M`},
 		{[]string{"quantize", "--model", base, "--scheme", "AWQ", "--out", filepath.Join(dir, "y")}, "AWQ group_size 128 does not divide in_features 64"},
 		{[]string{"quantize", "--model", q, "--scheme", "FP8", "--out", filepath.Join(dir, "z")}, "already quantized"},
 		{[]string{"quantize", "--model", base, "--scheme", "FP8", "--out", filepath.Join(dir, "w"), "--quantize-head"}, "no lm_head.weight"},

@@ -30,3 +30,24 @@ func BenchmarkDequantize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuantize encodes 256 rows of 1024 Gaussian values per type;
+// bytes/s count the float32 values read.
+func BenchmarkQuantize(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	const rows, perRow = 256, 1024
+	x := make([]float32, rows*perRow)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 0.02)
+	}
+	for _, typ := range QuantizableTypes() {
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(4 * rows * perRow)
+			for b.Loop() {
+				if _, err := Quantize(typ, x, perRow); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -41,6 +41,7 @@ var demoSchemes = []demoScheme{
 	{scheme: "GPTQ", label: "GPTQ int4 g128"},
 	{scheme: "AWQ", label: "AWQ int4 g128"},
 	{scheme: "NVFP4A16", label: "NVFP4 W4A16"},
+	{scheme: "BNB-NF4", label: "bitsandbytes NF4"},
 	{scheme: "NVFP4", label: "NVFP4 W4A4"},
 	{scheme: "MODELOPT-NVFP4", label: "ModelOpt NVFP4 W4A4"},
 	{scheme: "IQ4_XS", label: "GGUF IQ4_XS", gguf: true},

@@ -16,7 +16,7 @@ import (
 // the right order, a plot.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
-		t.Skip("demo quantizes fifteen models")
+		t.Skip("demo quantizes sixteen models")
 	}
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer

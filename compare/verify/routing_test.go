@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -125,6 +126,23 @@ func TestRoutingFlipRule(t *testing.T) {
 	f := rep.RoutingFlips[0]
 	if f.Window != 0 || f.Position != pos || f.Layer != layer || !f.Excused || f.DNLL != 1.5 || !(f.Margin > 0.9e-4 && f.Margin < 1.1e-4) {
 		t.Errorf("flip %+v", f)
+	}
+	// the bound is relative to the position's largest |router logit|
+	pr, err := a.Probe(context.Background(), ws[0], []backends.Point{{Layer: layer, Site: arch.SiteRouter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := pr[backends.Point{Layer: layer, Site: arch.SiteRouter}]
+	E := len(l) / len(ws[0].Tokens)
+	scale := 1.0
+	for _, v := range l[pos*E : (pos+1)*E] {
+		scale = math.Max(scale, math.Abs(v))
+	}
+	if f.Bound != 1e-3*scale {
+		t.Errorf("bound %g, want 1e-3 × %g", f.Bound, scale)
+	}
+	if scale > 10 {
+		t.Fatalf("router logits up to %g: the 1e-5 case below needs them under 10", scale)
 	}
 	rep = run(1e-5, router)
 	if rep.Pass || rep.SetApart != 0 || !strings.Contains(strings.Join(rep.Failures, "\n"), "routing flip at window 0 position 20") {

@@ -29,9 +29,11 @@ type Tolerances struct {
 	// backends in some layer is set apart, not counted in the NLL, KL,
 	// top-1 and PPL figures, when the first backend's router margin there
 	// (its k-th minus its (k+1)-th largest router logit) is at most
-	// RouterMargin: the second backend's precision moves router logits by
-	// that much, so the choice is a near tie either way. A flip with a
-	// larger margin is a failure.
+	// RouterMargin × max(1, the token's largest |router logit|): the
+	// second backend's precision moves router logits by that much
+	// (relative to their size: rounding errors scale with the values), so
+	// the choice is a near tie either way. A flip with a larger margin is
+	// a failure.
 	RouterMargin float64 `json:"router_margin"`
 }
 
@@ -99,6 +101,7 @@ type RoutingFlip struct {
 	First    []int   `json:"first"`  // experts the first backend chose (descending logit)
 	Second   []int   `json:"second"` // experts the second backend chose
 	Margin   float64 `json:"margin"` // first backend's k-th minus (k+1)-th router logit
+	Bound    float64 `json:"bound"`  // RouterMargin × max(1, first backend's largest |router logit| at the position)
 	Excused  bool    `json:"excused"`
 	DNLL     float64 `json:"dnll"` // NLL difference of the target Position+1 (0 when not scored)
 }
@@ -300,7 +303,12 @@ func routing(ctx context.Context, a, b backends.Backend, w backends.Window, opt 
 			f := RoutingFlip{Window: w.Index, Position: pos, Layer: p.Layer,
 				First: append([]int(nil), oa[:r.TopK]...), Second: append([]int(nil), ob[:r.TopK]...),
 				Margin: la[oa[r.TopK-1]] - la[oa[r.TopK]]}
-			f.Excused = f.Margin <= opt.Tolerances.RouterMargin
+			scale := 1.0
+			for _, v := range la {
+				scale = math.Max(scale, math.Abs(v))
+			}
+			f.Bound = opt.Tolerances.RouterMargin * scale
+			f.Excused = f.Margin <= f.Bound
 			if i := pos + 1 - w.First; i >= 0 && i < len(nllA) {
 				f.DNLL = nllB[i] - nllA[i]
 				if f.Excused {
@@ -419,7 +427,7 @@ func (r *Report) check() {
 	fail(!(rel <= t.PPLRel), "PPL %.6g vs %.6g: relative difference %.3g > %.3g", r.PPL[0], r.PPL[1], rel, t.PPLRel)
 	for _, f := range r.RoutingFlips {
 		if !f.Excused {
-			fail(true, "routing flip at window %d position %d layer %d: experts %v vs %v with a router margin of %.3g > %.3g", f.Window, f.Position, f.Layer, f.First, f.Second, f.Margin, t.RouterMargin)
+			fail(true, "routing flip at window %d position %d layer %d: experts %v vs %v with a router margin of %.3g > %.3g", f.Window, f.Position, f.Layer, f.First, f.Second, f.Margin, f.Bound)
 			break
 		}
 	}
@@ -446,7 +454,7 @@ func (r *Report) Write(w io.Writer) {
 	row("top-1 agreement", fmt.Sprintf("%.4f", r.Top1Agreement), fmt.Sprintf("≥ %.4f", t.MinTop1))
 	row("PPL", fmt.Sprintf("%.6g / %.6g", r.PPL[0], r.PPL[1]), fmt.Sprintf("relative ≤ %.3g", t.PPLRel))
 	if len(r.RoutingFlips) > 0 || r.RouterMaxAbsDiff > 0 {
-		fmt.Fprintf(w, "  routing flips (top-k experts differ; set apart when the first backend's router margin ≤ %.3g): %d, %d scored tokens set apart; max |Δ router logit| %.3g\n", t.RouterMargin, len(r.RoutingFlips), r.SetApart, r.RouterMaxAbsDiff)
+		fmt.Fprintf(w, "  routing flips (top-k experts differ; set apart when the first backend's router margin ≤ %.3g × max(1, max |router logit|)): %d, %d scored tokens set apart; max |Δ router logit| %.3g\n", t.RouterMargin, len(r.RoutingFlips), r.SetApart, r.RouterMaxAbsDiff)
 		for _, f := range r.RoutingFlips {
 			what := "set apart"
 			if !f.Excused {

@@ -21,7 +21,8 @@ type probeFunc func(ds *devState, layer int, site string, p device.Ptr, width in
 // Reference: reference.linear (quant.ActQuantizer, Dequantize, Dgemm).
 func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, out, bias device.Ptr) error {
 	d := ds.d
-	if err := b.linearInput(ds, l, in, rows); err != nil {
+	post, err := b.linearInput(ds, l, in, rows)
+	if err != nil {
 		return err
 	}
 	w, err := l.weight(d, ds.scratch, b.gemmDT)
@@ -30,6 +31,11 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 	}
 	if err := d.Gemm(device.Gemm{M: rows, N: l.out, K: l.in, A: ds.xa, B: w, C: out, AType: b.gemmDT, BType: b.gemmDT}); err != nil {
 		return fmt.Errorf("%s: %w", l.module, err)
+	}
+	if post != 1 {
+		if err := device.LaunchScale(d, out, rows*l.out, post); err != nil {
+			return err
+		}
 	}
 	if bias != 0 {
 		if err := device.LaunchAddBiasRows(d, out, bias, rows, l.out); err != nil {
@@ -42,32 +48,38 @@ func (b *Backend) linear(ds *devState, l *devLinear, in device.Ptr, rows int, ou
 // linearInput prepares ds.xa, the GEMM input of l: in cast to the GEMM
 // dtype, or fake-quantized when the checkpoint prescribes activation
 // quantization (a plain cast is reused while ds.xaCastOf says xa holds it).
-func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows int) error {
+// It returns the factor the GEMM output must be multiplied by (1: none;
+// actParams.gemmInput).
+func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows int) (float32, error) {
 	d := ds.d
 	n := rows * l.in
 	if a := l.act; a != nil && a.kind == device.AQLLMInt8 {
 		// the column flags live in the dequantization scratch, which the
 		// weight only fills after this (the loader sizes it for them)
 		if err := device.LaunchLLMInt8Cols(d, ds.scratch, in, rows, l.in, a.threshold); err != nil {
-			return fmt.Errorf("%s input: %w", l.module, err)
+			return 0, fmt.Errorf("%s input: %w", l.module, err)
 		}
 		if err := device.LaunchLLMInt8Quant(d, ds.xa, b.gemmDT, in, ds.scratch, rows, l.in); err != nil {
-			return fmt.Errorf("%s input: %w", l.module, err)
+			return 0, fmt.Errorf("%s input: %w", l.module, err)
 		}
 		ds.xaCastOf = 0
+		return 1, nil
 	} else if a != nil {
-		err := device.LaunchActQuant(d, ds.xa, b.gemmDT, in, rows, l.in, a.kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
+		kind, post := a.gemmInput()
+		err := device.LaunchActQuant(d, ds.xa, b.gemmDT, in, rows, l.in, kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)
 		if err != nil {
-			return fmt.Errorf("%s input: %w", l.module, err)
+			return 0, fmt.Errorf("%s input: %w", l.module, err)
 		}
 		ds.xaCastOf = 0
-	} else if ds.xaCastOf != in {
+		return post, nil
+	}
+	if ds.xaCastOf != in {
 		if err := device.LaunchCastAct(d, ds.xa, in, n, b.gemmDT); err != nil {
-			return err
+			return 0, err
 		}
 		ds.xaCastOf = in
 	}
-	return nil
+	return 1, nil
 }
 
 // forward runs the decoder over ids, leaving the final-norm output in the

@@ -27,7 +27,8 @@ func (b *Backend) linearParts(ds *devState, l *devLinear, in device.Ptr, rows in
 	if total != l.out {
 		return fmt.Errorf("%s: parts of %d rows for a weight of %d", l.module, total, l.out)
 	}
-	if err := b.linearInput(ds, l, in, rows); err != nil {
+	post, err := b.linearInput(ds, l, in, rows)
+	if err != nil {
 		return err
 	}
 	w, err := l.weight(d, ds.scratch, b.gemmDT)
@@ -39,6 +40,11 @@ func (b *Backend) linearParts(ds *devState, l *devLinear, in device.Ptr, rows in
 		bp := w + device.Ptr(r0*l.in*b.gemmDT.Size())
 		if err := d.Gemm(device.Gemm{M: rows, N: p.width, K: l.in, A: ds.xa, B: bp, C: p.out, AType: b.gemmDT, BType: b.gemmDT}); err != nil {
 			return fmt.Errorf("%s rows [%d, %d): %w", l.module, r0, r0+p.width, err)
+		}
+		if post != 1 {
+			if err := device.LaunchScale(d, p.out, rows*p.width, post); err != nil {
+				return err
+			}
 		}
 		r0 += p.width
 	}

@@ -95,6 +95,22 @@ type actParams struct {
 	threshold                 float32 // AQLLMInt8: the outlier threshold
 }
 
+// gemmInput returns the act_quant kind the forward pass launches and the
+// factor the GEMM output is then multiplied by (1: none). NVFP4 inputs are
+// written as e2m1 · (E4M3 block scale), exact in every GEMM dtype, and the
+// GEMM output is multiplied by 1/gscale: the order of an FP4 tensor-core
+// GEMM (block-scaled products, global scales in the epilogue). Writing
+// e2m1 · s/gscale in bf16 would round each input by up to 2^-9 relative,
+// the same rounding in every token where a channel is constant, which can
+// move a later Linear's E4M3 group scale across a rounding boundary in
+// every row at once (TestNVFP4InputExactInGEMMDType).
+func (p *actParams) gemmInput() (kind int32, post float32) {
+	if p.kind == device.AQNVFP4 {
+		return device.AQNVFP4Block, float32(1 / float64(p.gscale))
+	}
+	return p.kind, 1
+}
+
 func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
 	if a == nil {
 		return nil, nil

@@ -142,4 +142,8 @@ const (
 	// AQLLMInt8 is bitsandbytes' LLM.int8 decomposition: not an act_quant
 	// kind but llmint8_cols + llmint8_quant (kernels/llmint8.cu).
 	AQLLMInt8 = 4
+	// AQNVFP4Block is AQNVFP4 writing e2m1 · (E4M3 block scale), without
+	// the division by the global scale (exact in bf16 and fp16); the GEMM
+	// output is then multiplied by 1/gscale.
+	AQNVFP4Block = 5
 )

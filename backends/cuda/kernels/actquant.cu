@@ -7,6 +7,7 @@
 #define AQ_FP8 1
 #define AQ_NVFP4 2
 #define AQ_MXFP4 3
+#define AQ_NVFP4_BLOCK 5
 
 // mx_scale is compressed-tensors' MXFP4 group scale for amax > 0
 // (generate_mxfp4_scales): amax rounded to a power of two, up when its
@@ -47,6 +48,12 @@ __device__ __forceinline__ float aq_one(float x, float amax, float eff, float zp
 //     asymmetric int8: s = (mx - mn)/255, zp = RHE(clamp(-128 - mn/s)).
 //     NVFP4: s = E4M3(clamp(gscale*(amax/6), ±448)), 0 -> 0.125, eff = s / gscale.
 //     MXFP4 (kind 3, group 32): eff = mx_scale(amax), E2M1 codes.
+//     NVFP4_BLOCK (kind 5): NVFP4 with eff = s, the E4M3 block scale alone:
+//       writes e2m1 · s, exact in bf16 and fp16 (at most 6 significant bits,
+//       |value| in [2^-10, 2688]); the caller multiplies the GEMM output by
+//       1/gscale, as an FP4 tensor-core GEMM applies the global scales in
+//       its epilogue (backends/cuda/forward.go linearInput). Writing
+//       e2m1 · s / gscale in bf16 would round every input by up to 2^-9.
 //   dynamic 0: static s (scale) and zp.
 //   A zero scale (all-zero group) gives zeros.
 // Launch: grid rows, block 128. Reference: quant's ActQuantizer.Quantize.
@@ -69,18 +76,21 @@ EXTERN_C __global__ void act_quant(void *out, int gemmDT, const float *x, int ro
 			const float *xg = xr + g * gsize;
 			float amax = 0.0f;
 			for (int c = 0; c < gsize; c++) amax = fmaxf(amax, fabsf(xg[c]));
-			float eff;
-			if (kind == AQ_NVFP4) {
+			float eff, outs = 0.0f;
+			if (kind == AQ_NVFP4 || kind == AQ_NVFP4_BLOCK) {
 				float s = e4m3_rne(fminf(fmaxf(gscale * (amax / 6.0f), -448.0f), 448.0f));
 				if (s == 0.0f) s = 0.125f;
 				eff = s / gscale;
+				if (kind == AQ_NVFP4_BLOCK) outs = s; // the same codes, written times s
 			} else if (kind == AQ_MXFP4) {
 				eff = amax > 0.0f ? mx_scale(amax) : 0.0f;
 			} else {
 				eff = amax / D;
 			}
 			for (int c = 0; c < gsize; c++) {
-				float v = (eff == 0.0f) ? 0.0f : aq_one(xg[c], amax, eff, 0.0f, kind, 0);
+				float v;
+				if (outs != 0.0f) v = e2m1_round(fminf(fmaxf(xg[c] / eff, -6.0f), 6.0f)) * outs;
+				else v = (eff == 0.0f) ? 0.0f : aq_one(xg[c], amax, eff, 0.0f, kind, 0);
 				st_dt(out, base + g * gsize + c, v, gemmDT);
 			}
 		}

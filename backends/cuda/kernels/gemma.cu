@@ -12,7 +12,8 @@
 // Gemma3TextScaledWordEmbedding (embed_scale). The host passes s as fp32:
 // the activation dtype here (transformers rounds it to the activation dtype
 // in gemma2, the embedding dtype in gemma3; see arch/gemma2.go).
-// Reference: reference.forward (EmbedScale).
+// Reference: reference.forward (EmbedScale). Also the 1/gscale of an NVFP4
+// Linear's GEMM output (forward.go linearInput).
 EXTERN_C __global__ void scale_f32(float *x, int n, float s) {
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] *= s;
 }

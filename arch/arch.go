@@ -80,6 +80,10 @@ type Spec struct {
 	// Ignored are the tensor-name prefixes the model deliberately does not
 	// run (vision tower): loaders report them, not as unused.
 	Ignored []checkpoint.IgnoredPrefix
+	// Gemma4 is the Gemma 4 text decoder's per-layer structure (head sizes,
+	// KV sharing, per-layer inputs, RoPE per layer type; see gemma4.go);
+	// nil for the other families.
+	Gemma4 *Gemma4
 }
 
 // LinearLayer reports whether layer i is a Gated DeltaNet layer.
@@ -115,6 +119,9 @@ func (s *Spec) LocalRope(i int) bool {
 // for a LocalRope layer the default RoPE of base LocalRopeTheta
 // (Gemma3TextModel.rotary_emb_local).
 func (s *Spec) LayerInvFreq(i int) []float64 {
+	if s.Gemma4 != nil {
+		return s.Gemma4.InvFreq(i, s.LayerHeadDim(i))
+	}
 	if s.LocalRope(i) {
 		return RopeInvFreq(s.HeadDim, s.LocalRopeTheta, nil)
 	}
@@ -168,7 +175,7 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 	}
 	switch {
 	case cfg.HiddenAct == "silu":
-	case cfg.HiddenAct == "gelu_pytorch_tanh" && lay.NormOffset: // the gemma families' hidden_activation
+	case cfg.HiddenAct == "gelu_pytorch_tanh" && lay.EmbedScale: // the gemma families' hidden_activation
 		s.GeluTanh = true
 	default:
 		return nil, fmt.Errorf("%w: %s with hidden_act %q (only silu is supported); the gemma families use gelu_pytorch_tanh", ErrUnsupported, cfg.ModelType, cfg.HiddenAct)
@@ -212,6 +219,13 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 		s.RotaryDim = int(float64(s.HeadDim) * f)
 		if s.RotaryDim <= 0 {
 			return nil, fmt.Errorf("%w: rotary dimension %d (head_dim %d × partial_rotary_factor %v) must be positive", ErrUnsupported, s.RotaryDim, s.HeadDim, f)
+		}
+	}
+	if g, ok := cfg.FamilySettings.(*Gemma4); ok {
+		s.Gemma4 = g
+		s.AttnScale = 1 // Gemma4TextAttention: self.scaling = 1.0
+		if err := gemma4Check(s); err != nil {
+			return nil, err
 		}
 	}
 	if s.Heads%s.KVHeads != 0 {
@@ -268,6 +282,11 @@ type Layer struct {
 	// (mlp.shared_expert.*_proj); SharedExpertGate: mlp.shared_expert_gate
 	// [1, hidden] ("" without a shared expert).
 	SharedGate, SharedUp, SharedDown, SharedExpertGate string
+	// Gemma 4 (see gemma4.go): per_layer_input_gate and per_layer_projection
+	// (Linear modules), post_per_layer_input_norm.weight [hidden] and
+	// layer_scalar [1]; "" otherwise or without per-layer inputs. K, V and
+	// KNorm are "" on a KV-shared layer, V on a full attention_k_eq_v one.
+	PLEGate, PLEProj, PLENorm, LayerScalar string
 }
 
 // Sparse reports whether layer i's MLP is the mixture of experts.
@@ -320,6 +339,12 @@ func (s *Spec) Layer(i int) Layer {
 		l.Conv, l.ALog, l.DtBias, l.GatedNorm = la+"conv1d.weight", la+"A_log", la+"dt_bias", la+"norm.weight"
 		return l
 	}
+	if g := s.Gemma4; g != nil {
+		l.LayerScalar = p + "layer_scalar"
+		if g.PLE > 0 {
+			l.PLEGate, l.PLEProj, l.PLENorm = p+"per_layer_input_gate", p+"per_layer_projection", p+"post_per_layer_input_norm.weight"
+		}
+	}
 	if s.QKVBias {
 		l.QBias, l.KBias, l.VBias = l.Q+".bias", l.K+".bias", l.V+".bias"
 	}
@@ -328,6 +353,20 @@ func (s *Spec) Layer(i int) Layer {
 	}
 	if s.QKNorm {
 		l.QNorm, l.KNorm = p+"self_attn.q_norm.weight", p+"self_attn.k_norm.weight"
+	}
+	if g := s.Gemma4; g != nil {
+		if g.Shares(i) {
+			l.K, l.V, l.KNorm = "", "", ""
+		}
+		if g.KEqV && g.Full[i] {
+			l.V = ""
+		}
+		if s.QKVBias && l.K == "" {
+			l.KBias = ""
+		}
+		if s.QKVBias && l.V == "" {
+			l.VBias = ""
+		}
 	}
 	return l
 }
@@ -370,6 +409,8 @@ const (
 	ProjSharedUp                     // mlp.shared_expert.up_proj [shared width, hidden]
 	ProjSharedDown                   // mlp.shared_expert.down_proj [hidden, shared width]
 	ProjSharedExpertGate             // mlp.shared_expert_gate [1, hidden]
+	ProjPLEGate                      // gemma4 per_layer_input_gate [hidden_size_per_layer_input, hidden]
+	ProjPLEProj                      // gemma4 per_layer_projection [hidden, hidden_size_per_layer_input]
 	// NumProj is the number of linear modules of a decoder layer.
 	NumProj
 	// ProjHead is lm_head (not a layer module).
@@ -417,6 +458,10 @@ func (p Proj) String() string {
 		return "shared_expert.down_proj"
 	case ProjSharedExpertGate:
 		return "shared_expert_gate"
+	case ProjPLEGate:
+		return "per_layer_input_gate"
+	case ProjPLEProj:
+		return "per_layer_projection"
 	case ProjHead:
 		return HeadModule
 	}
@@ -429,6 +474,9 @@ func (p Proj) String() string {
 // without fused projections — or, in a MoE layer, the router followed by
 // each expert's gate, up and down (Expert 0, 1, ...).
 func (s *Spec) LayerLinears(i int) []Linear {
+	if s.Gemma4 != nil {
+		return s.gemma4Linears(i)
+	}
 	l := s.Layer(i)
 	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	var out []Linear
@@ -491,6 +539,11 @@ func (s *Spec) LayerLinears(i int) []Linear {
 // intermediate size, the experts' width and the router's expert count.
 func (s *Spec) MLPWidth() int {
 	w := s.Intermediate
+	if s.Gemma4 != nil {
+		for i := 0; i < s.Layers; i++ {
+			w = max(w, s.LayerIntermediate(i))
+		}
+	}
 	if s.MoE != nil {
 		w = max(w, s.MoE.Intermediate, s.MoE.Experts, s.MoE.SharedIntermediate)
 	}
@@ -549,6 +602,9 @@ type TensorShape struct {
 // with expected shapes. Linear weights are not included: their storage
 // depends on the quantization format.
 func (s *Spec) DenseTensors() []TensorShape {
+	if s.Gemma4 != nil {
+		return s.gemma4Dense()
+	}
 	out := []TensorShape{{s.EmbedTensor(), []int{s.Vocab, s.Hidden}}}
 	for i := 0; i < s.Layers; i++ {
 		l := s.Layer(i)

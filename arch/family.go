@@ -96,6 +96,9 @@ type Fixture struct {
 	// OmitStandardHeadDim leaves head_dim out of config.json when it equals
 	// hidden/heads (real configs of the family have no such key).
 	OmitStandardHeadDim bool
+	// Layers, when not 0, is the suite model's layer count (gemma4: 4, so
+	// that KV-shared layers of both kinds exist).
+	Layers int
 	// Config returns the family's own config.json keys for a fixture of
 	// the given shape (norm eps, RoPE, window keys, biases, ...).
 	Config func(s FixtureShape) map[string]any
@@ -112,11 +115,12 @@ type Fixture struct {
 type FixtureShape struct {
 	Layers int
 	MaxPos int
+	Vocab  int
 }
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text()}
 }
 
 // Names returns the supported model_type values.

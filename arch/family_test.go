@@ -29,7 +29,7 @@ func TestFamiliesDeclared(t *testing.T) {
 		if g, ok := Lookup(f.Name); !ok || g.Name != f.Name {
 			t.Errorf("Lookup(%q) = %q, %v", f.Name, g.Name, ok)
 		}
-		c := f.Fixture.Config(FixtureShape{Layers: 2, MaxPos: 128})
+		c := f.Fixture.Config(FixtureShape{Layers: 2, MaxPos: 128, Vocab: 300})
 		for k, v := range map[string]any{"model_type": f.Name, "architectures": []string{f.Class}, "vocab_size": 300,
 			"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2} {
 			c[k] = v

@@ -96,6 +96,9 @@ type Config struct {
 	IgnoredPrefixes []IgnoredPrefix
 	// Path names config.json in error messages.
 	Path string
+	// FamilySettings holds what a family's config quirks read beyond the
+	// fields above (package arch's type, e.g. *arch.Gemma4); nil for most.
+	FamilySettings any
 	// Resolved is set by package arch once the family's defaults and quirks
 	// are applied (arch.ParseConfig); ParseConfig leaves it false.
 	Resolved bool

@@ -42,6 +42,11 @@ type workspace struct {
 	// gate half; dn the Gated DeltaNet's buffers (nil otherwise).
 	qg, attGate []float64
 	dn          *deltaWorkspace
+	// gemma4 only: per-layer inputs [T][L·P], their table rows, the
+	// per-layer gate [T][P], and the keys and values of the layers that
+	// KV-shared layers read (2·layer: k, 2·layer+1: v).
+	g4ple, g4tmp, g4gate []float64
+	g4kv                 [][]float64
 }
 
 // headChunk is the number of positions whose logits are materialised at
@@ -124,6 +129,9 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	}
 	if probe == nil {
 		probe = func(int, string, []float64, int) {}
+	}
+	if m.g4 != nil {
+		return m.forwardGemma4(ctx, ws, ids, probe)
 	}
 
 	// x = embed_tokens(input_ids)
@@ -389,7 +397,12 @@ const attnBlock = 64
 // worker has its own [attnBlock][T] score buffer and products. A task's
 // result does not depend on which worker computes it.
 func (m *model) attention(ws *workspace, T, window int, scale, softcap float64) {
-	d := m.dims
+	m.attentionDims(ws, T, window, scale, softcap, m.dims)
+}
+
+// attentionDims is attention with the head size and key/value heads of d
+// (gemma4's layers differ).
+func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float64, d dims) {
 	blocks := (T + attnBlock - 1) / attnBlock
 	tasks := d.H * blocks
 	run := func(w, t int) {

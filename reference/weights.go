@@ -150,6 +150,9 @@ type layerWeights struct {
 	// delta is a Gated DeltaNet layer's dense tensors (nil in an attention
 	// layer); its Linears are lin[arch.ProjInQKV … arch.ProjOut].
 	delta *deltaWeights
+	// gemma4 (see gemma4.go): post_per_layer_input_norm (nil without
+	// per-layer inputs) and layer_scalar [1]; nil otherwise.
+	pleNorm, layerScalar []float64
 }
 
 // deltaWeights are the dense tensors of a Gated DeltaNet layer.
@@ -186,6 +189,8 @@ type model struct {
 	// kvQuant: keys and values go through the checkpoint's FP8 KV cache
 	// (layers' kv scales) before attention.
 	kvQuant bool
+	// g4 holds Gemma 4's model-level weights (nil for other families).
+	g4 *gemma4Model
 }
 
 // bind opens every tensor of the model described by spec from src,
@@ -195,6 +200,9 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 	d := dims{
 		C: spec.Hidden, H: spec.Heads, KV: spec.KVHeads, D: spec.HeadDim,
 		I: spec.Intermediate, V: spec.Vocab, L: spec.Layers, eps: spec.Eps, W: spec.MLPWidth(),
+	}
+	for i := 0; i < spec.Layers; i++ { // gemma4: the widest layer sizes the buffers
+		d.D, d.KV = max(d.D, spec.LayerHeadDim(i)), max(d.KV, spec.LayerKVHeads(i))
 	}
 	if d.C <= 0 || d.H <= 0 || d.KV <= 0 || d.D <= 0 || d.D%2 != 0 || d.I <= 0 || d.V <= 0 || d.L <= 0 || d.H%d.KV != 0 {
 		return nil, fmt.Errorf("reference: config.json: inconsistent sizes %+v", d)
@@ -327,7 +335,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			}
 		}
 		if ks, ok := src.(kvSource); ok {
-			if l.kv, err = ks.KVScales(names.Prefix+"self_attn", d.KV); err != nil {
+			if l.kv, err = ks.KVScales(names.Prefix+"self_attn", spec.LayerKVHeads(i)); err != nil {
 				return nil, fmt.Errorf("reference: %w", err)
 			}
 		}
@@ -338,9 +346,14 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			if n.name == "" {
 				continue
 			}
-			if *n.dst, err = norm(n.name, d.D); err != nil {
+			if *n.dst, err = norm(n.name, spec.LayerHeadDim(i)); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if spec.Gemma4 != nil {
+		if err := m.bindGemma4(src, vec); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil

@@ -611,8 +611,12 @@ func (b *Backend) Close() error {
 // norms, tanh-gelu MLP, query_pre_attn_scalar, local RoPE and soft-capping
 // have their kernels (kernels/gemma.cu, issue 14), qwen3_5's Gated DeltaNet,
 // output gate, partial rotary and shared expert theirs (kernels/deltanet.cu).
+// gemma4_text is refused.
 func Supports(spec *arch.Spec) error {
 	var miss []string
+	if spec.Gemma4 != nil { // arch/gemma4.go; computed by the reference only
+		miss = append(miss, "Gemma 4's per-layer head sizes and key/value heads, KV sharing across layers, k = v attention with the weightless value norm, per-layer inputs (embed_tokens_per_layer), layer_scalar and proportional RoPE")
+	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))
 	}

@@ -46,7 +46,7 @@ func writeQuantized(t *testing.T, arch, scheme string, bf16 bool) string {
 // mean 1.1e-3 for qwen3 W8A8). The act_quant kernel itself is checked
 // exactly in actquant_test.go.
 func TestSchemesAgainstReference(t *testing.T) {
-	archs := cudaArchs()
+	archs := cudaArchs(t)
 	if testing.Short() {
 		archs = archs[:1]
 	}

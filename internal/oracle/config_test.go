@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/qppl/qppl/arch"
+	"github.com/qppl/qppl/checkpoint"
 )
 
 // TestSettingsMatchArch checks the oracle's own reading of config.json
@@ -67,6 +68,11 @@ func TestSettingsMatchArch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", js, err)
 			}
+			if spec.Gemma4 != nil { // gemma4_text: the oracle's own network (gemma4.go)
+				checked++
+				checkG4Settings(t, string(js), cfg, spec)
+				continue
+			}
 			st, err := readSettings(cfg)
 			if err != nil {
 				t.Errorf("%s: oracle: %v", js, err)
@@ -99,10 +105,15 @@ func TestSettingsMatchArch(t *testing.T) {
 			}
 		}
 		// The hybrid qwen3_5 families refuse the two layer_types naming
-		// sliding_attention (Qwen3_5DecoderLayer would have no token mixer).
+		// sliding_attention (Qwen3_5DecoderLayer would have no token mixer);
+		// gemma4_text the flat llama3 rope_parameters (it has one entry per
+		// layer type).
 		notApplicable := 0
 		if strings.HasPrefix(name, "qwen3_5") {
 			notApplicable = 2
+		}
+		if name == "gemma4_text" {
+			notApplicable = 1
 		}
 		if checked < len(variants)-1-notApplicable {
 			t.Errorf("%s: only %d of %d configs accepted by arch", name, checked, len(variants))
@@ -134,4 +145,30 @@ func equalSettings(a, b settings) bool {
 		return false
 	}
 	return ra == nil || *ra == *rb
+}
+
+// checkG4Settings compares the oracle's reading of a gemma4_text config
+// with arch's.
+func checkG4Settings(t *testing.T, js string, cfg *checkpoint.Config, spec *arch.Spec) {
+	t.Helper()
+	g, err := readG4(cfg)
+	if err != nil {
+		t.Errorf("%s: oracle: %v", js, err)
+		return
+	}
+	a := spec.Gemma4
+	got := []any{g.vocab, g.hidden, g.inter, g.layers, g.heads, g.kvHeads, g.headDim, g.globalKV, g.globalHeadDim,
+		g.eps, g.tied, g.bias, g.kEqV, g.doubleWide, g.firstShared, g.ple, g.pleVocab, g.full,
+		g.slidingTheta, g.fullTheta, g.partial, g.factor, g.finalCap}
+	want := []any{spec.Vocab, spec.Hidden, spec.Intermediate, spec.Layers, spec.Heads, spec.KVHeads, spec.HeadDim, a.GlobalKVHeads, a.GlobalHeadDim,
+		spec.Eps, spec.TiedHead, spec.QKVBias, a.KEqV, a.DoubleWide, a.Shared, a.PLE, a.PLEVocab, a.Full,
+		a.SlidingTheta, a.FullTheta, a.FullPartial, a.FullFactor, spec.FinalSoftcap}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\noracle %v\n  arch %v", js, got, want)
+	}
+	for i := 0; i < spec.Layers; i++ {
+		if w := spec.Window(i); (w == 0) != g.full[i] || (w != 0 && w != g.window) || g.source(i) != a.KVSource(i) {
+			t.Errorf("%s: layer %d: arch window %d, source %d; oracle full %v window %d source %d", js, i, w, a.KVSource(i), g.full[i], g.window, g.source(i))
+		}
+	}
 }

@@ -77,7 +77,7 @@ func TestQuantizedSchemes(t *testing.T) {
 	toks := randomTokens(24, base.Vocab, 12)
 	denseB, _ := openBackend(t, src)
 	dense := allLogProbs(t, denseB, toks)
-	withAct := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "FP8-BLOCK": true, "AUTOFP8": true, "MXFP4-W4A4": true, "MODELOPT-NVFP4": true, "MODELOPT-FP8": true, "BNB-INT8": true}
+	withAct := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "FP8-BLOCK": true, "AUTOFP8": true, "AUTOFP8-DYNAMIC": true, "MXFP4-W4A4": true, "MODELOPT-NVFP4": true, "MODELOPT-FP8": true, "BNB-INT8": true}
 	for _, name := range quantizer.Schemes() {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "q")

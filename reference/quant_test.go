@@ -91,7 +91,18 @@ func TestQuantizedSchemes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d, p, v := maxAbsDiff(got, want); d > 1e-10 {
+			if name == "AUTOFP8-DYNAMIC" {
+				// The oracle recomputes each prefix, so a dynamic per-tensor
+				// input scale sees rows [0..p]; only its last prefix is the
+				// whole window the reference quantizes at once.
+				last := len(got) - 1
+				if d, p, v := maxAbsDiff(got[last:], want[last:]); d > 1e-10 {
+					t.Errorf("max |reference - oracle| = %g at pos %d id %d", d, last+p, v)
+				}
+				if d, _, _ := maxAbsDiff(got[:last], want[:last]); d < 1e-9 {
+					t.Errorf("prefixes agree with the whole window to %g: the per-tensor scale is not window-wide", d)
+				}
+			} else if d, p, v := maxAbsDiff(got, want); d > 1e-10 {
 				t.Errorf("max |reference - oracle| = %g at pos %d id %d", d, p, v)
 			}
 			checkRowDecode(t, b, got, toks)

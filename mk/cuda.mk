@@ -111,7 +111,7 @@ cuda-check: cuda-need-nvcc cuda-kernels
 	@echo "cuda-check: kernels compile to fatbins, PTX valid, own prototypes match 11.x-13.x headers, both bindings and their tests build"
 
 # Schemes verified on fixtures by gpu-check ("dense" = the unquantized model).
-GPU_CHECK_SCHEMES ?= dense W4A16 W4A16-ASYM W4A16-G32 W4A16-ACTORDER W8A16 NVFP4A16 NVFP4 FP8 FP8-DYNAMIC W8A8 MXFP4 GPTQ GPTQ-ACTORDER AWQ BNB-NF4 BNB-NF4-DQ BNB-FP4 BNB-FP4-DQ BNB-INT8 AUTOROUND-GPTQ AUTOROUND-AWQ AUTOROUND
+GPU_CHECK_SCHEMES ?= dense W4A16 W4A16-ASYM W4A16-G32 W4A16-ACTORDER W8A16 NVFP4A16 NVFP4 FP8 FP8-DYNAMIC W8A8 MXFP4 GPTQ GPTQ-ACTORDER AWQ BNB-NF4 BNB-NF4-DQ BNB-FP4 BNB-FP4-DQ BNB-INT8 AUTOFP8-DYNAMIC AUTOROUND-GPTQ AUTOROUND-AWQ AUTOROUND
 # Architectures verified by gpu-check: empty = every family of the arch
 # registry (`qppl fixture --list-archs`); set it to a subset to save time.
 GPU_CHECK_ARCHS   ?=

@@ -36,7 +36,19 @@ func runActQuant(t *testing.T, d device.Device, q *quant.ActQuant, x []float64, 
 	}
 	defer d.Free(in)
 	defer d.Free(out)
-	if err := d.Launch(device.KActQuant, device.D1(rows), device.D1(128), 0, out, int32(device.F32), in, int32(rows), int32(cols),
+	if p.tensor {
+		amax, err := d.Alloc(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Free(amax)
+		if err := device.LaunchActAmax(d, amax, in, len(x)); err != nil {
+			t.Fatal(err)
+		}
+		if err := device.LaunchActQuantTensor(d, out, device.F32, in, rows, cols, p.kind, amax); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := d.Launch(device.KActQuant, device.D1(rows), device.D1(128), 0, out, int32(device.F32), in, int32(rows), int32(cols),
 		p.kind, p.gsize, p.dynamic, p.sym, p.scale, p.zp, p.gscale); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +138,8 @@ func TestActQuantRandom(t *testing.T) {
 		{Kind: quant.ActInt, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: true},
 		{Kind: quant.ActInt, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: false},
 		{Kind: quant.ActInt, Bits: 8, Strategy: "tensor", Symmetric: false, Scale: 0.02, ZeroPoint: 3},
+		{Kind: quant.ActFP8, Bits: 8, Strategy: "tensor", Dynamic: true, Symmetric: true},
+		{Kind: quant.ActInt, Bits: 8, Strategy: "tensor", Dynamic: true, Symmetric: true},
 	} {
 		want := append([]float64(nil), x...)
 		if err := q.Quantize(want, rows, cols); err != nil {
@@ -158,6 +172,53 @@ func TestActQuantPartialGroupRefused(t *testing.T) {
 		_, err := prepareLinear(l, device.F32)
 		if c.want != (err == nil) {
 			t.Errorf("in_features %d, group 128: err = %v", c.in, err)
+		}
+	}
+}
+
+// TestActQuantDynamicTensor: AutoFP8's dynamic per-tensor FP8 input (one
+// scale amax/448 over every row of the matrix, act_amax + act_quant_tensor)
+// against quant's rule. The amax, 3.5 = 448·2^-7, sits in the last of
+// several act_amax blocks and gives a power-of-two scale, so the kernel's
+// fp32 arithmetic is exact and the outputs must equal quant's bit for bit;
+// rows whose own amax is smaller are quantized with the whole matrix's scale
+// (a per-token scale would give other values), and an all-zero matrix gives
+// zeros.
+func TestActQuantDynamicTensor(t *testing.T) {
+	d := emuDevices(t, 1, 1<<26)[0]
+	rows, cols := 5, 300 // 1500 values: 6 act_amax blocks of 256
+	x := make([]float64, rows*cols)
+	for i := range x {
+		x[i] = float64(float32(math.Sin(float64(i)) * 0.37))
+	}
+	x[len(x)-3] = -3.5
+	q := quant.ActQuant{Kind: quant.ActFP8, Bits: 8, Strategy: "tensor", Dynamic: true, Symmetric: true}
+	want := append([]float64(nil), x...)
+	if err := q.Quantize(want, rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	perRow := quant.ActQuant{Kind: quant.ActFP8, Bits: 8, Strategy: "token", Dynamic: true, Symmetric: true}
+	tok := append([]float64(nil), x...)
+	if err := perRow.Quantize(tok, rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	got := runActQuant(t, d, &q, x, rows, cols)
+	differ := 0
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("element %d of %v: kernel %v, quant %v", i, x[i], got[i], want[i])
+		}
+		if want[i] != tok[i] {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatal("the per-tensor and per-token results agree everywhere: the test cannot tell them apart")
+	}
+	zero := runActQuant(t, d, &q, make([]float64, 64), 2, 32)
+	for i, v := range zero {
+		if v != 0 || math.Signbit(v) {
+			t.Fatalf("all-zero input: element %d = %v", i, v)
 		}
 	}
 }

@@ -64,6 +64,17 @@ func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows in
 		}
 		ds.xaCastOf = 0
 		return 1, nil
+	} else if a != nil && a.tensor {
+		// the amax lives in the dequantization scratch, which the weight
+		// only fills after this (the loader sizes it for it)
+		if err := device.LaunchActAmax(d, ds.scratch, in, n); err != nil {
+			return 0, fmt.Errorf("%s input: %w", l.module, err)
+		}
+		if err := device.LaunchActQuantTensor(d, ds.xa, b.gemmDT, in, rows, l.in, a.kind, ds.scratch); err != nil {
+			return 0, fmt.Errorf("%s input: %w", l.module, err)
+		}
+		ds.xaCastOf = 0
+		return 1, nil
 	} else if a != nil {
 		kind, post := a.gemmInput()
 		err := device.LaunchActQuant(d, ds.xa, b.gemmDT, in, rows, l.in, kind, a.gsize, a.dynamic, a.sym, a.scale, a.zp, a.gscale)

@@ -170,6 +170,9 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err erro
 		if h.act != nil && h.act.kind == device.AQLLMInt8 {
 			scratch = max(scratch, int64(4*h.in)) // LLM.int8's column flags (forward.go)
 		}
+		if h.act != nil && h.act.tensor {
+			scratch = max(scratch, 4) // the per-tensor amax (forward.go)
+		}
 	}
 	for g, idx := range fuseGroups() {
 		grp := make([]*hostLinear, len(idx))
@@ -270,6 +273,10 @@ func (ld *loader) head(embRaw []byte, embDT device.DType) (h *hostLinear, shared
 			// depend on every row (transformers never quantizes lm_head
 			// with bitsandbytes: it is in llm_int8_skip_modules)
 			return nil, false, fmt.Errorf("cuda: %s: an LLM.int8 lm_head is not evaluated on cuda/emu (its logits are computed in row chunks); use --backend reference", h.module)
+		}
+		if err == nil && h.act != nil && h.act.tensor {
+			// the per-tensor scale is the amax of every row of the window
+			return nil, false, fmt.Errorf("cuda: %s: a dynamic per-tensor activation scale on lm_head is not evaluated on cuda/emu (its logits are computed in row chunks); use --backend reference", h.module)
 		}
 		return h, false, err
 	}

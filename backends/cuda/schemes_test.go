@@ -50,7 +50,7 @@ func TestSchemesAgainstReference(t *testing.T) {
 	if testing.Short() {
 		archs = archs[:1]
 	}
-	actSchemes := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "FP8-BLOCK": true, "AUTOFP8": true, "MXFP4-W4A4": true, "MODELOPT-NVFP4": true, "MODELOPT-FP8": true, "BNB-INT8": true}
+	actSchemes := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "FP8-BLOCK": true, "AUTOFP8": true, "AUTOFP8-DYNAMIC": true, "MXFP4-W4A4": true, "MODELOPT-NVFP4": true, "MODELOPT-FP8": true, "BNB-INT8": true}
 	for _, a := range archs {
 		for _, sc := range quantizer.Schemes() {
 			dir := writeQuantized(t, a, sc, false)

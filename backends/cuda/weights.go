@@ -93,6 +93,10 @@ type actParams struct {
 	kind, gsize, dynamic, sym int32
 	scale, zp, gscale         float32
 	threshold                 float32 // AQLLMInt8: the outlier threshold
+	// tensor: one dynamic symmetric scale for the whole input matrix
+	// (act_amax + act_quant_tensor; its amax lives in the dequantization
+	// scratch, which the weight only fills after the input is quantized)
+	tensor bool
 }
 
 // gemmInput returns the act_quant kind the forward pass launches and the
@@ -156,6 +160,11 @@ func newActParams(module string, a quant.ActQuantizer) (*actParams, error) {
 			return nil, fmt.Errorf("cuda: %s: static activation scales with strategy %q are not implemented", module, q.Strategy)
 		}
 	case q.Strategy == "token":
+	case q.Strategy == "tensor":
+		if !q.Symmetric || (p.kind != device.AQInt8 && p.kind != device.AQFP8) {
+			return nil, fmt.Errorf("cuda: %s: dynamic per-tensor activation scales are implemented for symmetric int8 and FP8 only", module)
+		}
+		p.tensor = true
 	case q.Strategy == "group" || q.Strategy == "tensor_group":
 		if !q.Symmetric {
 			return nil, fmt.Errorf("cuda: %s: asymmetric group activation quantization is not implemented", module)

@@ -23,6 +23,8 @@ const (
 	KLogitsStats = "logits_stats"
 	KLogSoftmax  = "log_softmax_rows"
 	KActQuant    = "act_quant"
+	KActAmax     = "act_amax"
+	KActQuantT   = "act_quant_tensor"
 	KLLMInt8Cols = "llmint8_cols"
 	KLLMInt8     = "llmint8_quant"
 	KDqGGML      = "dq_ggml"
@@ -65,6 +67,8 @@ func Kernels() map[string]KernelInfo {
 		KLogitsStats: {"piipppippip", "logits"},
 		KLogSoftmax:  {"pii", "logits"},
 		KActQuant:    {"pipiiiiiifff", "actquant"},
+		KActAmax:     {"ppi", "actquant"},
+		KActQuantT:   {"pipiiip", "actquant"},
 		KKVQuant:     {"piiiif", "kvquant"},
 		KLLMInt8Cols: {"ppiif", "llmint8"},
 		KLLMInt8:     {"pippii", "llmint8"},

@@ -103,6 +103,26 @@ func LaunchActQuant(d Device, out Ptr, gemmDT DType, x Ptr, rows, cols int, kind
 		kind, gsize, dynamic, sym, scale, zp, gscale)
 }
 
+// LaunchActAmax sets *amax (one fp32 of device memory) to max |x[i]| over
+// x[0:n] (fp32): it zeroes amax (fill_f32), then act_amax (actquant.cu: up
+// to 1024 blocks of 256) raises it with atomicMax on the bits, in any order
+// to the same value.
+func LaunchActAmax(d Device, amax, x Ptr, n int) error {
+	if err := LaunchFill(d, amax, 1, 0); err != nil {
+		return err
+	}
+	blocks := min(max((n+255)/256, 1), 1024)
+	return d.Launch(KActAmax, D1(blocks), D1(256), 0, amax, x, int32(n))
+}
+
+// LaunchActQuantTensor fake-quantizes x[rows][cols] (fp32) into out (dtype
+// gemmDT) with one dynamic symmetric scale for the whole matrix, *amax / D
+// (kind AQInt8 or AQFP8; amax as LaunchActAmax left it over the same x)
+// (act_quant_tensor, actquant.cu: one 128-thread block per row).
+func LaunchActQuantTensor(d Device, out Ptr, gemmDT DType, x Ptr, rows, cols int, kind int32, amax Ptr) error {
+	return d.Launch(KActQuantT, D1(rows), D1(128), 0, out, int32(gemmDT), x, int32(rows), int32(cols), kind, amax)
+}
+
 // LaunchLLMInt8Cols sets flags[c] (fp32) to 1 where column c of
 // x[rows][cols] has some |x| >= thr (llmint8_cols, llmint8.cu).
 func LaunchLLMInt8Cols(d Device, flags, x Ptr, rows, cols int, thr float32) error {

@@ -63,6 +63,7 @@ static const EmuKernel table[] = {
     K(fill_f32, 0),   K(cast_act, 0),     K(embed_gather, 0), K(add_inplace, 0),  K(add_bias_rows, 0),
     K(silu_mul, 0),   K(rope, 0),         K(rms_norm, 1),     K(attention, 1),    K(logits_stats, 1),
     K(act_quant, 1),  K(kv_quant, 0),     K(llmint8_cols, 0), K(llmint8_quant, 1),
+    K(act_amax, 1),   K(act_quant_tensor, 0),
     // one line per dequantization kernel file (kernels/dq_*.cu)
     K(dq_dense, 0),   K(dq_ct_pack, 0),   K(dq_int8, 0),      K(dq_fp8, 0),       K(dq_nvfp4, 0),
     K(dq_mxfp4, 0),   K(dq_gptq, 0),      K(dq_awq, 0),       K(dq_bnb4, 0),      K(dq_bnb8, 0),

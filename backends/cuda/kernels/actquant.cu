@@ -116,3 +116,35 @@ EXTERN_C __global__ void act_quant(void *out, int gemmDT, const float *x, int ro
 	for (int c = threadIdx.x; c < cols; c += blockDim.x)
 		st_dt(out, base + c, eff == 0.0f ? 0.0f : aq_one(xr[c], amax, eff, z, kind, pin), gemmDT);
 }
+
+// act_amax raises *amax to the largest |x[i]| of x[0:n] (fp32): each block
+// reduces its grid-stride share and its thread 0 takes atomicMax on the
+// int bits (non-negative floats order as their bits), so the result is the
+// same in every launch order. The caller zeroes *amax first (fill_f32).
+// Launch: grid up to 1024 blocks, block 256. Reference: the amax of
+// quant.ActQuant's strategy "tensor".
+EXTERN_C __global__ void act_amax(float *amax, const float *x, int n) {
+	__shared__ float red[32];
+	float m = 0.0f;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; i += (size_t)gridDim.x * blockDim.x)
+		m = fmaxf(m, fabsf(x[i]));
+	m = block_max(m, red);
+	if (threadIdx.x == 0) atomicMax((int *)amax, __float_as_int(m));
+}
+
+// act_quant_tensor: act_quant's dynamic symmetric per-tensor case (one
+// scale for the whole x[rows][cols]): eff = *amax / D with the amax that
+// act_amax wrote to device memory, kind AQ_INT8 (D 127.5, ±amax pinned to
+// ±127.5) or AQ_FP8 (D 448). A zero amax gives zeros.
+// Launch: grid rows, block 128. Reference: quant.ActQuant, strategy "tensor".
+EXTERN_C __global__ void act_quant_tensor(void *out, int gemmDT, const float *x, int rows, int cols, int kind,
+					  const float *amax) {
+	int r = blockIdx.x;
+	if (r >= rows) return;
+	const float *xr = x + (size_t)r * cols;
+	size_t base = (size_t)r * cols;
+	float m = *amax;
+	float eff = m / (kind == AQ_INT8 ? 127.5f : 448.0f);
+	for (int c = threadIdx.x; c < cols; c += blockDim.x)
+		st_dt(out, base + c, eff == 0.0f ? 0.0f : aq_one(xr[c], m, eff, 0.0f, kind, kind == AQ_INT8), gemmDT);
+}

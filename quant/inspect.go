@@ -90,6 +90,9 @@ func linearModules(src Source) []string {
 			set[mod] = true
 		}
 	}
+	for _, m := range fusedExpertModules(src) { // quant/fused.go
+		set[m] = true
+	}
 	mods := make([]string, 0, len(set))
 	for m := range set {
 		mods = append(mods, m)

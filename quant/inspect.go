@@ -71,7 +71,8 @@ func Inspect(m *checkpoint.Model) (*Report, error) {
 var layerRE = regexp.MustCompile(`^model\.(?:language_model\.)?layers\.(\d+)\.`)
 
 // linearModules returns the Linear modules of src (those with a family's
-// marker tensor, weight_packed, or a 2-D weight), sorted by layer then name.
+// marker tensor, weight_packed, or a 2-D weight, and the per-expert modules
+// of fused 3-D experts, see fused.go), sorted by layer then name.
 func linearModules(src Source) []string {
 	set := map[string]bool{}
 	markers := linearMarkers()

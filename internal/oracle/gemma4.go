@@ -604,46 +604,8 @@ func g4LoadMoE(s *g4settings, get Getter, w func(string, ...int) ([]float64, err
 			return err
 		}
 	}
-	E, I, H := s.experts, s.moeInter, s.hidden
-	*experts = make([]expert, E)
-	if gu, sh, err := get(p + "experts.gate_up_proj"); err == nil {
-		dn, dsh, err := get(p + "experts.down_proj")
-		if err != nil {
-			return fmt.Errorf("oracle: %sexperts.down_proj: %w", p, err)
-		}
-		if len(sh) != 3 || sh[0] != E || sh[1] != 2*I || sh[2] != H || len(dsh) != 3 || dsh[0] != E || dsh[1] != H || dsh[2] != I {
-			return fmt.Errorf("oracle: %sexperts: shapes %v, %v", p, sh, dsh)
-		}
-		rows := func(name string, v []float64, first, n, cols int) matrix {
-			m := matrix{name: name}
-			for r := first; r < first+n; r++ {
-				m.rows = append(m.rows, v[r*cols:(r+1)*cols])
-			}
-			return m
-		}
-		for e := range *experts {
-			x := &(*experts)[e]
-			q := fmt.Sprintf("%sexperts.%d.", p, e)
-			x.gate = rows(q+"gate_proj", gu, e*2*I, I, H)
-			x.up = rows(q+"up_proj", gu, e*2*I+I, I, H)
-			x.down = rows(q+"down_proj", dn, e*H, H, I)
-		}
-		return nil
-	}
-	for e := range *experts {
-		x := &(*experts)[e]
-		q := fmt.Sprintf("%sexperts.%d.", p, e)
-		if x.gate, err = mat(q+"gate_proj", I, H); err != nil {
-			return err
-		}
-		if x.up, err = mat(q+"up_proj", I, H); err != nil {
-			return err
-		}
-		if x.down, err = mat(q+"down_proj", H, I); err != nil {
-			return err
-		}
-	}
-	return nil
+	*experts, err = loadExperts(get, mat, p, "experts.%d.gate_proj", "experts.%d.up_proj", "experts.%d.down_proj", s.experts, s.moeInter, s.hidden)
+	return err
 }
 
 // g4Experts is Gemma4TextRouter followed by Gemma4TextExperts on the

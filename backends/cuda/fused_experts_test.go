@@ -2,10 +2,13 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
@@ -48,5 +51,24 @@ func TestFusedExpertsEmu(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRefusesGemma4MoE: the Gemma 4 mixture of experts has no CUDA path
+// yet; New refuses it naming the operation (a refusal that stays when the
+// dense gemma4_text gains its kernels).
+func TestRefusesGemma4MoE(t *testing.T) {
+	o, err := fixtures.Defaults("gemma4_text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Vocab, o.Init, o.Variant = 300, fixtures.InitRandom, "moe"
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := fixtures.Write(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(openModel(t, dir), emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: "fp32", MaxTokens: 64})
+	if !errors.Is(err, arch.ErrUnsupported) || !strings.Contains(err.Error(), "mixture of experts") {
+		t.Errorf("New: %v, want a refusal naming Gemma 4's mixture of experts", err)
 	}
 }

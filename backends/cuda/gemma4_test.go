@@ -3,14 +3,18 @@ package cuda
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/backendtest"
 	"github.com/qppl/qppl/fixtures"
+	"github.com/qppl/qppl/fixtures/quantizer"
 )
 
 // TestGemma4PLECombine: ple_combine bit for bit against its Go rule
@@ -166,5 +170,24 @@ func TestGemma4VariantsAgainstReference(t *testing.T) {
 				t.Errorf("max |ΔNLL| %.3g, mean %.3g, tolerance 1e-4, 2e-5", maxd, meand)
 			}
 		})
+	}
+}
+
+// TestGemma4RefusesKVCache: a gemma4_text checkpoint with an FP8 KV cache
+// (kv_cache_scheme) is refused with arch.ErrUnsupported naming it, as the
+// reference refuses it, never computed without the cache's rounding.
+func TestGemma4RefusesKVCache(t *testing.T) {
+	dense := writeQuantized(t, "gemma4_text", "", false)
+	q := filepath.Join(t.TempDir(), "kv")
+	amax := make([][2][]float64, 4) // per layer, keys and values: one per-tensor amax
+	for i := range amax {
+		amax[i] = [2][]float64{{3}, {2}}
+	}
+	if err := quantizer.Quantize(dense, q, "W4A16", quantizer.Options{Seed: 3, KVCache: quantizer.KVCacheFP8, KVAmax: amax}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(openModel(t, q), emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: "fp32", MaxTokens: 64})
+	if !errors.Is(err, arch.ErrUnsupported) || !strings.Contains(err.Error(), "kv_cache_scheme") {
+		t.Fatalf("New: %v, want a refusal naming kv_cache_scheme", err)
 	}
 }

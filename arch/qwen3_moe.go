@@ -33,7 +33,11 @@ import "github.com/qppl/qppl/checkpoint"
 // probabilities are exactly equal at the k-th place.
 //
 // Experts are stored per expert as mlp.experts.{e}.{gate,up,down}_proj
-// (the layout of the released checkpoints).
+// (the layout of the released checkpoints); transformers ≥ 5 merges them on
+// load into mlp.experts.gate_up_proj [E, 2·I, hidden] (gate rows first) and
+// mlp.experts.down_proj [E, hidden, I] (conversion_mapping.py, "qwen2_moe"
+// entry copied to qwen3_moe: MergeModulelist(dim=0), Concatenate(dim=1)),
+// and a checkpoint saved in that layout is read too (Spec.FusedExperts).
 func qwen3MoE() Family {
 	return Family{
 		Name: "qwen3_moe", Class: "Qwen3MoeForCausalLM",

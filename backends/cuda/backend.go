@@ -87,8 +87,13 @@ type layerDev struct {
 	// inputs) and layer_scalar (read on the host).
 	pleNorm device.Ptr
 	scalar  float32
-	arena   device.Ptr // the one allocation holding all of the above (experts included)
-	fuse    [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
+	// Gemma 4 MoE layers: router.scale · hidden^-½ as the router norm's
+	// weight, pre_feedforward_layernorm_2, post_feedforward_layernorm_1
+	// and _2 (fp32), router.per_expert_scale on the host.
+	routerW, preMoENorm, postMLPNorm1, postMoENorm device.Ptr
+	perExpert                                      []float64
+	arena                                          device.Ptr // the one allocation holding all of the above (experts included)
+	fuse                                           [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,
@@ -588,7 +593,8 @@ func (ds *devState) all() []device.Ptr {
 			ps = append(ps, l.arena)
 			continue
 		}
-		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32, l.pleNorm)
+		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32, l.pleNorm,
+			l.routerW, l.preMoENorm, l.postMLPNorm1, l.postMoENorm)
 		ps = append(ps, l.bias[:]...)
 		for _, li := range l.lin {
 			if li != nil {

@@ -61,6 +61,7 @@ type gemma4Dev struct {
 	ple        device.Ptr      // [L][T][P] per_layer_inputs, layer-major
 	tab, proj  device.Ptr      // [T][L·P]: gathered embed_tokens_per_layer rows, projected embedding (device 0)
 	gate       device.Ptr      // [T][P]: per_layer_input_gate output
+	moeX, moeY device.Ptr      // [T][C]: the MoE block's expert input and output (MoE models)
 	ones       device.Ptr      // [widest head] fp32 ones: the weightless v_norm
 	cosF, sinF device.Ptr      // [T][global head/2]: the full layers' RoPE tables (ds.cos, ds.sin: sliding)
 	keep       [][2]device.Ptr // per layer: its K and V [T][KVH·D] when KV-shared layers read them, else 0
@@ -77,7 +78,7 @@ func (g *gemma4Dev) ptrs() []device.Ptr {
 	if g == nil {
 		return nil
 	}
-	ps := []device.Ptr{g.ple, g.tab, g.proj, g.gate, g.ones, g.cosF, g.sinF, g.tabW, g.normW}
+	ps := []device.Ptr{g.ple, g.tab, g.proj, g.gate, g.moeX, g.moeY, g.ones, g.cosF, g.sinF, g.tabW, g.normW}
 	for _, kv := range g.keep {
 		ps = append(ps, kv[0], kv[1])
 	}
@@ -197,6 +198,9 @@ func (b *Backend) gemma4Buffers(ds *devState, T int) []actBuf {
 	if P > 0 {
 		bufs = append(bufs, actBuf{&ds.g4.ple, t * LP * 4}, actBuf{&ds.g4.tab, t * LP * 4}, actBuf{&ds.g4.proj, t * LP * 4},
 			actBuf{&ds.g4.gate, t * P * 4})
+	}
+	if s.MoE != nil {
+		bufs = append(bufs, actBuf{&ds.g4.moeX, t * int64(s.Hidden) * 4}, actBuf{&ds.g4.moeY, t * int64(s.Hidden) * 4})
 	}
 	for i, k := range gemma4Kept(s) {
 		if k {
@@ -480,6 +484,11 @@ func (b *Backend) gemma4Layer(ds *devState, li, T int, pr probeFunc) error {
 	if err := b.linear(ds, lw.lin[arch.ProjDown], ds.gate, T, ds.proj, 0); err != nil {
 		return err
 	}
+	if lw.experts != nil { // enable_moe_block: ds.proj = h1 + h2
+		if err := b.gemma4Experts(ds, lw, li, T, pr); err != nil {
+			return err
+		}
+	}
 	if err := norm(ds.proj, ds.proj, lw.postMLPNorm, T, C); err != nil { // post_feedforward_layernorm
 		return err
 	}
@@ -514,4 +523,58 @@ func (b *Backend) gemma4Layer(ds *devState, li, T int, pr probeFunc) error {
 	}
 	ds.xaCastOf = 0
 	return pr(ds, li, arch.SiteLayerOut, ds.x, C)
+}
+
+// routerScale reads a Gemma 4 router.scale [n] and returns scale · n^-½
+// as fp32 bytes (formed in float64, rounded once): the weight of the
+// router's rms_norm, which is Gemma4TextRouter.forward's weightless norm
+// followed by · scale · scalar_root_size.
+func (ld *loader) routerScale(name string, n int) ([]byte, error) {
+	v, shape, err := ld.src.float64s(name)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", name, err)
+	}
+	if len(shape) != 1 || shape[0] != n || len(v) != n {
+		return nil, fmt.Errorf("cuda: %s: shape %v, want [%d]", name, shape, n)
+	}
+	w := make([]float64, n)
+	r := 1 / math.Sqrt(float64(n))
+	for i, x := range v {
+		w[i] = x * r
+	}
+	return f64ToF32Bytes(w), nil
+}
+
+// gemma4Experts adds a Gemma 4 MoE block (Gemma4TextDecoderLayer.forward
+// with enable_moe_block) to the dense MLP's output in ds.proj, the
+// residual r being ds.x:
+//
+//	h1 = post_feedforward_layernorm_1(ds.proj)
+//	z = norm(r)·scale·hidden^-½      (rms_norm with the weight scale·hidden^-½)
+//	top-k of softmax(router.proj z), renormalised, · per_expert_scale   (routeExperts, on the host)
+//	h2 = post_feedforward_layernorm_2(Σ w_e·expert_e(pre_feedforward_layernorm_2(r)))
+//	ds.proj = h1 + h2
+func (b *Backend) gemma4Experts(ds *devState, lw *layerDev, li, T int, pr probeFunc) error {
+	s := b.spec
+	d := ds.d
+	C := s.Hidden
+	eps := float32(s.Eps)
+	if err := device.LaunchRMSNorm(d, ds.proj, ds.proj, lw.postMLPNorm1, T, C, eps); err != nil {
+		return err
+	}
+	if err := device.LaunchRMSNorm(d, ds.h, ds.x, lw.routerW, T, C, eps); err != nil {
+		return err
+	}
+	if err := device.LaunchRMSNorm(d, ds.g4.moeX, ds.x, lw.preMoENorm, T, C, eps); err != nil {
+		return err
+	}
+	ds.xaCastOf = 0
+	probe := func(p device.Ptr) error { return pr(ds, li, arch.SiteRouter, p, s.MoE.Experts) }
+	if err := b.routeExperts(ds, lw, T, ds.h, ds.g4.moeX, ds.g4.moeY, lw.perExpert, probe); err != nil {
+		return err
+	}
+	if err := device.LaunchRMSNorm(d, ds.g4.moeY, ds.g4.moeY, lw.postMoENorm, T, C, eps); err != nil {
+		return err
+	}
+	return device.LaunchAddInplace(d, ds.proj, ds.g4.moeY, T*C)
 }

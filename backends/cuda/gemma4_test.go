@@ -137,29 +137,32 @@ func TestGemma4SplitAndFusion(t *testing.T) {
 // TestAgainstReference's fp32 tolerances.
 func TestGemma4VariantsAgainstReference(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		cfg  map[string]any
+		name    string
+		cfg     map[string]any
+		variant string
 	}{
-		{"fixture", nil},
-		{"v_proj on full layers", map[string]any{"attention_k_eq_v": false}},
-		{"no per-layer inputs", map[string]any{"hidden_size_per_layer_input": nil}},
-		{"no KV sharing", map[string]any{"num_kv_shared_layers": 0}},
-		{"single-width MLP", map[string]any{"use_double_wide_mlp": false}},
-		{"attention biases", map[string]any{"attention_bias": true}},
-		{"default layer types, window 8", map[string]any{"layer_types": nil, "sliding_window": 8, "num_kv_shared_layers": 0}},
-		{"no final soft cap", map[string]any{"final_logit_softcapping": nil}},
-		{"global head_dim = head_dim", map[string]any{"global_head_dim": 24}},
+		{"fixture", nil, ""},
+		{"moe (fused 3-D experts)", nil, "moe"},
+		{"moe, 4 experts top 3, no per-layer inputs", map[string]any{"num_experts": 4, "top_k_experts": 3, "hidden_size_per_layer_input": nil}, "moe"},
+		{"v_proj on full layers", map[string]any{"attention_k_eq_v": false}, ""},
+		{"no per-layer inputs", map[string]any{"hidden_size_per_layer_input": nil}, ""},
+		{"no KV sharing", map[string]any{"num_kv_shared_layers": 0}, ""},
+		{"single-width MLP", map[string]any{"use_double_wide_mlp": false}, ""},
+		{"attention biases", map[string]any{"attention_bias": true}, ""},
+		{"default layer types, window 8", map[string]any{"layer_types": nil, "sliding_window": 8, "num_kv_shared_layers": 0}, ""},
+		{"no final soft cap", map[string]any{"final_logit_softcapping": nil}, ""},
+		{"global head_dim = head_dim", map[string]any{"global_head_dim": 24}, ""},
 		{"proportional RoPE: half rotated, factor 2", map[string]any{"rope_parameters": map[string]any{
 			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 500.0},
 			"full_attention":    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 10000.0, "factor": 2.0},
-		}}},
+		}}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := fixtures.Defaults("gemma4_text")
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.Vocab, o.Init, o.Config = 300, fixtures.InitRandom, c.cfg
+			o.Vocab, o.Init, o.Config, o.Variant = 300, fixtures.InitRandom, c.cfg, c.variant
 			dir := filepath.Join(t.TempDir(), "m")
 			if err := fixtures.Write(dir, o); err != nil {
 				t.Fatal(err)
@@ -189,5 +192,45 @@ func TestGemma4RefusesKVCache(t *testing.T) {
 	_, err := New(openModel(t, q), emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: "fp32", MaxTokens: 64})
 	if !errors.Is(err, arch.ErrUnsupported) || !strings.Contains(err.Error(), "kv_cache_scheme") {
 		t.Fatalf("New: %v, want a refusal naming kv_cache_scheme", err)
+	}
+}
+
+// TestGemma4MoESchemesAgainstReference is TestSchemesAgainstReference for
+// the gemma4_text "moe" fixture (fused 3-D experts in the dense
+// checkpoint, per-expert Linears after quantization), with experts 32 wide
+// so that every scheme's group size divides their down_proj input: every
+// fixture quantizer scheme, emulated kernels in fp32 against the float64
+// reference, within that test's tolerances.
+func TestGemma4MoESchemesAgainstReference(t *testing.T) {
+	o, err := fixtures.Defaults("gemma4_text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Vocab, o.Variant, o.Config = 260, "moe", map[string]any{"moe_intermediate_size": 32}
+	dense := filepath.Join(t.TempDir(), "dense")
+	if err := fixtures.Write(dense, o); err != nil {
+		t.Fatal(err)
+	}
+	schemes := quantizer.Schemes()
+	if testing.Short() {
+		schemes = schemes[:1]
+	}
+	for _, sc := range append([]string{""}, schemes...) {
+		dir := dense
+		if sc != "" {
+			dir = filepath.Join(t.TempDir(), sc)
+			if err := quantizer.Quantize(dense, dir, sc, quantizer.Options{Seed: 3, GroupSize: groupSize(sc)}); err != nil {
+				t.Fatalf("%s: %v", sc, err)
+			}
+		}
+		maxd, meand, _ := compareWithReference(t, dir, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: "fp32", MaxTokens: 64}, testTokens(64, 256, 9))
+		tol, tolMean := 2e-4, 2e-5
+		if sc != "" && quantizer.QuantizesActivations(sc) {
+			tol, tolMean = 5e-2, 5e-3
+		}
+		t.Logf("%-14s max |ΔNLL| %.3g mean %.3g", sc, maxd, meand)
+		if !(maxd <= tol && meand <= tolMean) { // NaN-safe
+			t.Errorf("%s: max |ΔNLL| %.3g mean %.3g, tolerance %g, %g", sc, maxd, meand, tol, tolMean)
+		}
 	}
 }

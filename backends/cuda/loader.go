@@ -107,6 +107,13 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 	if s.Gemma4 != nil { // post_per_layer_input_norm ("" without per-layer inputs); layer_scalar [1] to the host
 		all = append(all, vecSpec{l.PLENorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.pleNorm }, true, nil},
 			vecSpec{l.LayerScalar, 1, nil, false, nil})
+		if s.Sparse(i) { // the MoE block's vectors (router.scale uploaded times hidden^-½: ld.routerScale)
+			all = append(all, vecSpec{l.RouterScale, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.routerW }, false, nil},
+				vecSpec{l.PerExpertScale, s.MoE.Experts, nil, false, nil},
+				vecSpec{l.PreMoENorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.preMoENorm }, true, nil},
+				vecSpec{l.PostMLPNorm1, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMLPNorm1 }, true, nil},
+				vecSpec{l.PostMoENorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMoENorm }, true, nil})
+		}
 	}
 	for _, al := range s.LayerLinears(i) {
 		p := al.Proj
@@ -205,6 +212,9 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		if v.norm {
 			read = ld.norm
 		}
+		if ld.spec.Gemma4 != nil && v.name == ld.spec.Layer(i).RouterScale {
+			read = ld.routerScale
+		}
 		var b []byte
 		var err error
 		if v.shape != nil {
@@ -215,8 +225,14 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		if err != nil {
 			return lw, err
 		}
-		if v.dst == nil {
-			lw.scalar = math.Float32frombits(binary.LittleEndian.Uint32(b))
+		if v.dst == nil { // to the host: layer_scalar, or router.per_expert_scale
+			if v.n == 1 && v.name == ld.spec.Layer(i).LayerScalar {
+				lw.scalar = math.Float32frombits(binary.LittleEndian.Uint32(b))
+			} else {
+				for j := 0; j < v.n; j++ {
+					lw.perExpert = append(lw.perExpert, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))))
+				}
+			}
 			continue
 		}
 		if *v.dst(&lw), err = allocCopy(d, b); err != nil {

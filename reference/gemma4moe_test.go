@@ -1,10 +1,15 @@
 package reference
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
 	"github.com/qppl/qppl/internal/oracle"
@@ -90,4 +95,111 @@ func TestGemma4MoE(t *testing.T) {
 			t.Errorf("the MoE fixture is within %g of its dense-only model", d)
 		}
 	})
+}
+
+// moeVariant writes a copy of the F32 gemma4 MoE fixture src with E
+// experts, top k: expert j is the fixture's expert pick[j], the router is
+// zero (every probability 1/E: a uniform router, all tied) and
+// per_expert_scale is scale for every expert.
+func moeVariant(t *testing.T, src string, pick []int, k int, scale float64) string {
+	t.Helper()
+	m, err := checkpoint.OpenDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	E := len(pick)
+	var ts []checkpoint.WriteTensor
+	for _, name := range m.Names() {
+		v, shape, err := m.ReadFloat64(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.HasSuffix(name, ".router.proj.weight"):
+			shape = []int{E, shape[1]}
+			v = make([]float64, E*shape[1])
+		case strings.HasSuffix(name, ".router.per_expert_scale"):
+			shape = []int{E}
+			v = make([]float64, E)
+			for i := range v {
+				v[i] = scale
+			}
+		case strings.HasSuffix(name, ".experts.gate_up_proj"), strings.HasSuffix(name, ".experts.down_proj"):
+			per := shape[1] * shape[2]
+			var out []float64
+			for _, e := range pick {
+				out = append(out, v[e*per:(e+1)*per]...)
+			}
+			v, shape = out, []int{E, shape[1], shape[2]}
+		}
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(x)))
+		}
+		ts = append(ts, checkpoint.WriteTensor{Name: name, DType: checkpoint.F32, Shape: shape, Data: b})
+	}
+	dir := filepath.Join(t.TempDir(), "variant")
+	copyDir(t, src, dir)
+	if err := checkpoint.WriteFile(filepath.Join(dir, checkpoint.SafetensorsFile), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	raw, err := os.ReadFile(filepath.Join(dir, checkpoint.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["num_experts"], cfg["top_k_experts"] = E, k
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, checkpoint.ConfigFile), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestGemma4MoEInvariants: identical experts under a uniform router equal
+// that one expert as a dense MLP (with or without a per-expert scale); a
+// fully tied router over 8 experts, top 2, takes experts 6 and 5 as
+// torch.topk does (= a 2-expert model of those two), not the lower indices
+// 0 and 1 (the control); every case equals the oracle.
+func TestGemma4MoEInvariants(t *testing.T) {
+	toks := randomTokens(50, 300, 3)
+	src := gemma4MoEFixture(t, "", nil) // F32, fused
+	nll := func(dir string) [][]float64 {
+		b, m := openBackend(t, dir)
+		got := allLogProbs(t, b, toks)
+		want, err := oracle.LogProbs(m.Config, m.ReadFloat64, toks, oracle.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, p, v := maxAbsDiff(got, want); d > 1e-9 {
+			t.Errorf("%s: max |reference - oracle| = %g at pos %d id %d", filepath.Base(dir), d, p, v)
+		}
+		return got
+	}
+	same := func(a, b [][]float64, what string, equal bool) {
+		t.Helper()
+		d, p, v := maxAbsDiff(a, b)
+		if equal && d > 1e-12 {
+			t.Errorf("%s: max |Δ| = %g at pos %d id %d", what, d, p, v)
+		}
+		if !equal && d < 1e-6 {
+			t.Errorf("%s: within %g: the control does not differ", what, d)
+		}
+	}
+	one := nll(moeVariant(t, src, []int{3}, 1, 1))
+	same(nll(moeVariant(t, src, []int{3, 3, 3, 3, 3, 3, 3, 3}, 2, 1)), one, "8 copies of expert 3, uniform router, top 2 vs expert 3 alone", true)
+	same(nll(moeVariant(t, src, []int{3, 3, 3, 3}, 3, 1)), one, "4 copies, top 3 vs expert 3 alone", true)
+	same(nll(moeVariant(t, src, []int{3, 3, 3, 3}, 3, 0.5)), nll(moeVariant(t, src, []int{3}, 1, 0.5)), "per_expert_scale 0.5: 4 copies vs one", true)
+	same(one, nll(moeVariant(t, src, []int{3}, 1, 0.5)), "per_expert_scale 0.5 vs 1 (control)", false)
+
+	pair := nll(moeVariant(t, src, []int{5, 6}, 2, 1))
+	tied := nll(moeVariant(t, src, []int{0, 1, 2, 3, 4, 5, 6, 7}, 2, 1))
+	same(tied, pair, "tied router over 8 experts, top 2 vs experts 5 and 6 (torch.topk's choice)", true)
+	same(tied, nll(moeVariant(t, src, []int{0, 1}, 2, 1)), "tied router vs experts 0 and 1 (the lower indices: control)", false)
 }

@@ -2,17 +2,17 @@ package reference
 
 import (
 	"math"
-	"sort"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/detmath"
+	"github.com/qppl/qppl/internal/torchtopk"
 )
 
 // mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
 // the normed rows ws.h into ws.proj (probeRouter sees the router logits):
 //
 //	p = softmax(h·W_routerᵀ)                    per row, float64
-//	S = the TopK largest p (ties: lower expert index first; see arch/qwen3_moe.go)
+//	S = the TopK largest p (ties as torch.topk: internal/torchtopk)
 //	w = p_S, divided by Σ p_S when NormTopK
 //	out = Σ_{e ∈ S, ascending e} w_e · down_e(silu(gate_e(h)) ⊙ up_e(h))
 //
@@ -48,12 +48,12 @@ type route struct {
 
 // topKRoutes turns router logits [T][E] into routes[e], the rows that
 // chose expert e in ascending row order: per row p = softmax(logits), the
-// k largest p (ties: lower expert index first; see arch/qwen3_moe.go),
+// k largest p as torch.topk chooses them on the CPU, ties included
+// (internal/torchtopk; see arch/qwen3_moe.go),
 // each weight p_e, divided by their sum when norm, then multiplied by
 // scale[e] when scale is not nil (gemma4's per_expert_scale).
 func topKRoutes(logits []float64, T, E, k int, norm bool, scale []float64) [][]route {
 	routes := make([][]route, E)
-	order := make([]int, E)
 	p := make([]float64, E)
 	for t := 0; t < T; t++ {
 		row := logits[t*E : (t+1)*E]
@@ -68,14 +68,13 @@ func topKRoutes(logits []float64, T, E, k int, norm bool, scale []float64) [][]r
 		}
 		for e := range p {
 			p[e] /= sum
-			order[e] = e
 		}
-		sort.SliceStable(order, func(a, b int) bool { return p[order[a]] > p[order[b]] })
+		chosen := torchtopk.Indices(p, k)
 		var top float64
-		for _, e := range order[:k] {
+		for _, e := range chosen {
 			top += p[e]
 		}
-		for _, e := range order[:k] {
+		for _, e := range chosen {
 			w := p[e]
 			if norm {
 				w /= top

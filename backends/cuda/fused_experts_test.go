@@ -18,7 +18,7 @@ import (
 // same weights, for every MoE family the CUDA backend computes.
 func TestFusedExpertsEmu(t *testing.T) {
 	toks := testTokens(40, 300, 6)
-	for _, a := range []string{"qwen3_moe", "qwen3_5_moe"} {
+	for _, a := range []string{"qwen3_moe", "qwen3_5_moe", "gemma4_text"} {
 		t.Run(a, func(t *testing.T) {
 			nll := func(experts string) []float64 {
 				o, err := fixtures.Defaults(a)
@@ -26,6 +26,9 @@ func TestFusedExpertsEmu(t *testing.T) {
 					t.Fatal(err)
 				}
 				o.Vocab, o.Init, o.Experts, o.DType = 300, fixtures.InitRandom, experts, checkpoint.BF16
+				if a == "gemma4_text" {
+					o.Variant = "moe"
+				}
 				dir := filepath.Join(t.TempDir(), experts)
 				if err := fixtures.Write(dir, o); err != nil {
 					t.Fatal(err)

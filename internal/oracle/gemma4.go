@@ -611,8 +611,8 @@ func g4LoadMoE(s *g4settings, get Getter, w func(string, ...int) ([]float64, err
 // g4Experts is Gemma4TextRouter followed by Gemma4TextExperts on the
 // residual rows xs: each row's router input is its weightless RMSNorm
 // times router.scale times hidden^-0.5; the probabilities are the softmax
-// of router.proj of it; the top_k_experts largest are taken one at a time
-// (the lower index winning a tie), divided by their sum and multiplied by
+// of router.proj of it; the top_k_experts largest are taken as torch.topk
+// takes them (torchTopK, ties included), divided by their sum and multiplied by
 // per_expert_scale; each expert (gelu-tanh GeGLU) runs on the
 // pre_feedforward_layernorm_2 rows routed to it and its weighted output is
 // added in expert order.
@@ -644,15 +644,9 @@ func g4Experts(s *g4settings, router matrix, scale, perExpert, pre2 []float64, e
 		}
 		weight[t] = map[int]float64{}
 		var sum float64
-		for range s.topK {
-			best := -1
-			for e, v := range p {
-				if _, taken := weight[t][e]; !taken && (best < 0 || v > p[best]) {
-					best = e
-				}
-			}
-			weight[t][best] = p[best]
-			sum += p[best]
+		for _, e := range torchTopK(p, s.topK) {
+			weight[t][e] = p[e]
+			sum += p[e]
 		}
 		for e := range weight[t] {
 			weight[t][e] = weight[t][e] / sum * perExpert[e]

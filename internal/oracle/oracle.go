@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/internal/torchtopk"
 )
 
 // Getter returns a tensor by its Hugging Face name (for example
@@ -530,8 +531,8 @@ func swiglu(gate, up, down matrix, in [][]float64, opt Options) ([][]float64, er
 }
 
 // mixture is Qwen3MoeSparseMoeBlock: each row's router probabilities
-// (softmax of mlp.gate), its top-k experts (pick picks them one by one,
-// the lower index winning a tie), weights renormalised when norm_topk_prob,
+// (softmax of mlp.gate), its top-k experts (torchTopK: as torch.topk,
+// ties included), weights renormalised when norm_topk_prob,
 // and the weighted sum of those experts' outputs, added in expert order.
 // Each expert runs on exactly the rows routed to it, so that an
 // activation quantizer sees what transformers passes it.
@@ -549,15 +550,9 @@ func (n *network) mixture(b block, in [][]float64, opt Options) ([][]float64, er
 		}
 		weight[t] = map[int]float64{}
 		var sum float64
-		for range k {
-			best := -1
-			for e, v := range p {
-				if _, taken := weight[t][e]; !taken && (best < 0 || v > p[best]) {
-					best = e
-				}
-			}
-			weight[t][best] = p[best]
-			sum += p[best]
+		for _, e := range torchTopK(p, k) {
+			weight[t][e] = p[e]
+			sum += p[e]
 		}
 		if n.moe.NormTopK {
 			for e := range weight[t] {
@@ -786,4 +781,25 @@ func loadExperts(get Getter, linear func(string, int, int) (matrix, error), pre,
 		}
 	}
 	return xs, nil
+}
+
+// torchTopK returns the k experts torch.topk chooses from the
+// probabilities p, ties included. The tie order is torch's CPU algorithm
+// (libstdc++'s nth_element / partial_sort on (value, index) pairs),
+// implemented once in internal/torchtopk and checked there against torch's
+// own output; the oracle checks independently that the choice is a top k.
+func torchTopK(p []float64, k int) []int {
+	idx := torchtopk.Indices(p, k)
+	in := map[int]bool{}
+	lo := math.Inf(1)
+	for _, e := range idx {
+		in[e] = true
+		lo = math.Min(lo, p[e])
+	}
+	for e, v := range p {
+		if !in[e] && v > lo {
+			panic(fmt.Sprintf("oracle: torchtopk chose %v, leaving expert %d of probability %v out", idx, e, v))
+		}
+	}
+	return idx
 }

@@ -611,7 +611,7 @@ func chunkedDeltaRule(q, k, v [][]float64, beta, g []float64, size int) [][]floa
 }
 
 // sparseBlock is Qwen3_5MoeSparseMoeBlock: softmax router, top-k
-// renormalised (the lower index winning a tie), experts on the rows routed
+// renormalised (ties as torch.topk, torchTopK), experts on the rows routed
 // to them, plus sigmoid(shared_expert_gate(x)) · shared_expert(x).
 func (n *q35Net) sparseBlock(L *q35Layer, in [][]float64, opt Options) ([][]float64, error) {
 	b := block{router: L.router, experts: L.experts}

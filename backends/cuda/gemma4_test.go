@@ -75,8 +75,9 @@ func scoreNLL(t *testing.T, b backends.Backend, toks []int32) []float64 {
 
 // TestGemma4SplitAndFusion: the gemma4_text fixture split over two
 // devices so that the KV-shared layers (2, 3) run on another device than
-// the layers whose keys and values they read (0, 1), and run without GEMM
-// fusion, gives scores bit-identical to one device with fusion (which
+// the layers whose keys and values they read (0, 1), run without GEMM
+// fusion, and run with buffers planned for 16 tokens (grown for the
+// window), gives scores bit-identical to one device with fusion (which
 // fuses q|k|v on layer 0, the one layer with a v_proj that is not
 // KV-shared).
 func TestGemma4SplitAndFusion(t *testing.T) {
@@ -118,7 +119,14 @@ func TestGemma4SplitAndFusion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nf.Close()
-	for name, b := range map[string]backends.Backend{"two devices": two, "no fusion": nf} {
+	optGrow := opt
+	optGrow.MaxTokens = 16 // buffers and RoPE tables reallocated for the 70-token window
+	grown, err := New(m, emuDevices(t, 1, 1<<30), optGrow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grown.Close()
+	for name, b := range map[string]backends.Backend{"two devices": two, "no fusion": nf, "grown buffers": grown} {
 		got := scoreNLL(t, b, toks)
 		for i := range want {
 			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {

@@ -44,11 +44,37 @@ const (
 	KernelEnv = "QPPL_GEMM_KERNEL"
 )
 
-// Kernels lists the kernels that run on this CPU, fallback first.
+// Kernels lists the kernels that run on this CPU, fallback first: every
+// assembly kernel its features support that passed its start-up bit-for-bit
+// check.
 func Kernels() []string {
 	ks := []string{KernelGo}
-	for _, k := range asmKernels() {
+	for _, k := range verifiedKernels() {
 		ks = append(ks, k.name)
+	}
+	return ks
+}
+
+// Unverified lists the assembly kernels this CPU's features support but
+// that failed their start-up bit-for-bit check against the Go kernel, so
+// are not offered (tests fail when it is not empty: a kernel must not
+// silently drop out).
+func Unverified() []string {
+	var ks []string
+	for _, k := range asmKernels() {
+		if !k.verified {
+			ks = append(ks, k.name)
+		}
+	}
+	return ks
+}
+
+func verifiedKernels() []asmKernel {
+	var ks []asmKernel
+	for _, k := range asmKernels() {
+		if k.verified {
+			ks = append(ks, k)
+		}
 	}
 	return ks
 }
@@ -93,12 +119,12 @@ func NewKernel(threads int, name string) (*Engine, error) {
 		e.name, e.kern = KernelGo, kernGo
 	case name == KernelAuto:
 		e.name, e.kern = KernelGo, kernGo
-		if ks := asmKernels(); len(ks) > 0 {
+		if ks := verifiedKernels(); len(ks) > 0 {
 			k := ks[len(ks)-1]
 			e.name, e.kern, e.wide = k.name, k.fn, k.wide
 		}
 	default:
-		for _, k := range asmKernels() {
+		for _, k := range verifiedKernels() {
 			if k.name == name {
 				e.name, e.kern, e.wide = k.name, k.fn, k.wide
 			}

@@ -36,7 +36,7 @@ type workspace struct {
 	sinL     []float64
 	w        []float64 // [out·in] decoded weight of the current Linear
 	head     []float64 // [V][C] decoded untied lm_head (nil when tied)
-	wblock   []float64 // [vocabBlock][C] decoded block of a tied head
+	wblock   []float64 // [vocabBlock][C] decoded block of a tied head (wholeDecode only)
 	logits   []float64 // [headChunk][V]
 	// qwen3_5: qg [T][2·H·D] the gated q_proj output, gate [T][H·D] its
 	// gate half; dn the Gated DeltaNet's buffers (nil otherwise).
@@ -103,7 +103,7 @@ func (ws *workspace) ensure(m *model, T int) {
 	}
 	ws.w = grow(ws.w, m.scratchSize())
 	ws.logits = grow(ws.logits, headChunk*d.V)
-	if m.head == nil {
+	if m.head == nil && m.wholeDecode {
 		ws.wblock = grow(ws.wblock, m.vocabBlock*d.C)
 	}
 }
@@ -135,10 +135,8 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	}
 
 	// x = embed_tokens(input_ids)
-	for t, id := range ids {
-		if err := m.embed.Rows(int(id), int(id)+1, ws.x[t*d.C:(t+1)*d.C]); err != nil {
-			return fmt.Errorf("reference: %w", err)
-		}
+	if err := m.embedRows(ws.x, ids); err != nil {
+		return err
 	}
 	probe(-1, arch.SiteEmbed, ws.x, d.C) // embed_tokens' output, before gemma's scaling
 	if m.spec.EmbedScale {               // gemma: x · sqrt(hidden), in float64 (see arch/gemma2.go)
@@ -168,7 +166,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		l := &m.layers[li]
 
 		// Attention block.
-		rmsNorm(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
+		m.rmsNormRows(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
 		probe(li, arch.SiteAttnNorm, ws.h, d.C)
 		if l.delta != nil { // qwen3_5: a Gated DeltaNet layer
 			if err := m.deltaNet(ws, l, T); err != nil {
@@ -178,12 +176,10 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			return err
 		}
 		probe(li, arch.SiteAttnOut, ws.proj, d.C)
-		for i, v := range ws.proj[:T*d.C] {
-			ws.x[i] += v
-		}
+		m.addRows(ws.x, ws.proj, T, d.C)
 
 		// MLP block.
-		rmsNorm(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
+		m.rmsNormRows(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
 		probe(li, arch.SiteMLPNorm, ws.h, d.C)
 		if l.experts != nil {
 			if err := m.mixture(ws, l, T, func(logits []float64) { probe(li, arch.SiteRouter, logits, m.spec.MoE.Experts) }); err != nil {
@@ -208,14 +204,18 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 				}
 			} else {
 				// silu(g)·u = g/(1+exp(−g))·u, the exponentials computed as a vector.
-				e := ws.xin[:T*d.I]
-				for i, g := range ws.gate[:T*d.I] {
-					e[i] = -g
-				}
-				detmath.ExpTo(e, e)
-				for i, g := range ws.gate[:T*d.I] {
-					ws.gate[i] = g / (1 + e[i]) * ws.up[i]
-				}
+				m.parallelRows(T, d.I, func(t0, t1 int) {
+					lo, hi := t0*d.I, t1*d.I
+					e := ws.xin[lo:hi]
+					for i, g := range ws.gate[lo:hi] {
+						e[i] = -g
+					}
+					detmath.ExpTo(e, e)
+					up := ws.up[lo:hi]
+					for i, g := range ws.gate[lo:hi] {
+						ws.gate[lo+i] = g / (1 + e[i]) * up[i]
+					}
+				})
 			}
 			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 				return err
@@ -225,15 +225,13 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			rmsNorm(ws.proj, ws.proj, l.postMLPNorm, T, d.C, d.eps)
 		}
 		probe(li, arch.SiteMLPOut, ws.proj, d.C)
-		for i, v := range ws.proj[:T*d.C] {
-			ws.x[i] += v
-		}
+		m.addRows(ws.x, ws.proj, T, d.C)
 		probe(li, arch.SiteLayerOut, ws.x, d.C)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rmsNorm(ws.h, ws.x, m.norm, T, d.C, d.eps)
+	m.rmsNormRows(ws.h, ws.x, m.norm, T, d.C, d.eps)
 	probe(-1, arch.SiteFinalNorm, ws.h, d.C)
 	return nil
 }
@@ -283,8 +281,11 @@ func (m *model) selfAttention(ws *workspace, l *layerWeights, li, T int, probe p
 	if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
 		cos, sin = ws.cosL, ws.sinL
 	}
-	rope(ws.q, cos, sin, T, d.H, d.D, len(m.invFreq))
-	rope(ws.k, cos, sin, T, d.KV, d.D, len(m.invFreq))
+	m.parallelRows(T, (d.H+d.KV)*d.D, func(t0, t1 int) {
+		half := d.D / 2
+		rope(ws.q[t0*hd:], cos[t0*half:], sin[t0*half:], t1-t0, d.H, d.D, len(m.invFreq))
+		rope(ws.k[t0*kvd:], cos[t0*half:], sin[t0*half:], t1-t0, d.KV, d.D, len(m.invFreq))
+	})
 	probe(li, arch.SiteKCache, ws.k, kvd)
 	probe(li, arch.SiteVCache, ws.v, kvd)
 	if m.kvQuant { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
@@ -338,6 +339,68 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 			for j, b := range bias {
 				row[j] += b
 			}
+		}
+	}
+	return nil
+}
+
+// parallelWork is the number of elements (rows·width) below which
+// parallelRows runs on the calling goroutine.
+const parallelWork = 1 << 15
+
+// parallelRows calls fn over rows [0, rows) of width width, split into
+// contiguous ranges, one per goroutine (up to the model's threads). fn must
+// compute every row on its own, so the bits do not depend on the split.
+func (m *model) parallelRows(rows, width int, fn func(r0, r1 int)) {
+	workers := min(m.threads, rows)
+	if workers <= 1 || rows*width < parallelWork {
+		fn(0, rows)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		r0, r1 := rows*w/workers, rows*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(r0, r1)
+		}()
+	}
+	wg.Wait()
+}
+
+// rmsNormRows is rmsNorm over rows spread by parallelRows (dst may alias
+// x).
+func (m *model) rmsNormRows(dst, x, w []float64, rows, n int, eps float64) {
+	m.parallelRows(rows, n, func(r0, r1 int) {
+		rmsNorm(dst[r0*n:r1*n], x[r0*n:r1*n], w, r1-r0, n, eps)
+	})
+}
+
+// addRows adds src to dst over rows of width n: the residual connection.
+func (m *model) addRows(dst, src []float64, rows, n int) {
+	m.parallelRows(rows, n, func(r0, r1 int) {
+		d := dst[r0*n : r1*n]
+		for i, v := range src[r0*n : r1*n] {
+			d[i] += v
+		}
+	})
+}
+
+// embedRows decodes the embedding rows of ids into x ([len(ids)][C]),
+// positions spread by parallelRows.
+func (m *model) embedRows(x []float64, ids []int32) error {
+	C := m.dims.C
+	errs := make([]error, len(ids))
+	m.parallelRows(len(ids), C, func(t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			id := int(ids[t])
+			errs[t] = m.embed.Rows(id, id+1, x[t*C:(t+1)*C])
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("reference: %w", err)
 		}
 	}
 	return nil
@@ -480,10 +543,11 @@ func attendBlock(ws *workspace, mul *gemm.Engine, scores []float64, h, r0, r1, T
 // norm output in ws.h (fake-quantized first when an untied, quantized
 // lm_head has an input quantizer) and calls fn with each row (valid only during the
 // call). Positions go headChunk at a time; for each chunk the head weight is
-// applied in blocks of vocabBlock rows decoded from the embedding when the
-// head is tied, or decoded by rows into the product's panels when the untied
-// lm_head is a quant.RowDequantizer (so the [V][C] matrix is never held
-// whole); any other untied lm_head is decoded whole once per call.
+// decoded by rows into the product's panels, from the embedding when the
+// head is tied or from the untied lm_head when it is a
+// quant.RowDequantizer (so the [V][C] matrix is never held whole); any
+// other untied lm_head is decoded whole once per call. With wholeDecode
+// (tests) a tied head is decoded in blocks of vocabBlock rows instead.
 func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func(pos int, lp []float64) error) error {
 	d := m.dims
 	x := ws.h[:ws.T*d.C] // [T][C] head input
@@ -512,14 +576,21 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 			return err
 		}
 		n := min(headChunk, hi-r0)
-		if rowHead != nil {
+		switch {
+		case rowHead != nil:
 			// Decoded by blocks of rows into the product's panels, again
 			// for every chunk of positions: no [V][C] float64 copy.
 			if err := m.mul.MulNTRows(n, d.V, d.C, x[r0*d.C:], d.C, rowHead.DequantizeRows, ws.logits, d.V); err != nil {
 				return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
 			}
+		case m.head == nil && !m.wholeDecode:
+			// Tied: the embedding's rows decoded the same way, by every
+			// goroutine of the product for the columns it computes.
+			if err := m.mul.MulNTRows(n, d.V, d.C, x[r0*d.C:], d.C, m.embed.Rows, ws.logits, d.V); err != nil {
+				return fmt.Errorf("reference: tied head: %w", err)
+			}
 		}
-		for v0 := 0; v0 < d.V && rowHead == nil; v0 += vb {
+		for v0 := 0; v0 < d.V && rowHead == nil && (m.head != nil || m.wholeDecode); v0 += vb {
 			v1 := min(v0+vb, d.V)
 			var w []float64
 			if m.head != nil {

@@ -26,9 +26,11 @@ func (p Peak) GFLOPs() float64 { return float64(p.Cores*p.FlopsPerCycle) * p.GHz
 // widest vector unit per core (AVX-512: 32 FLOP/cycle, except on AMD Zen 4
 // — family 19h — whose two FMA pipes are 256 bits wide and execute a
 // 512-bit FMA in two halves: 16, as AVX2+FMA: 16, arm64 NEON: 8, else 4)
-// at the maximum clock the kernel reports (cpufreq/cpuinfo_max_freq, else
-// the highest "cpu MHz" of /proc/cpuinfo, which in a virtual machine is
-// often the base clock: a core boosting above it can then exceed "100%").
+// at the clock a core reaches running FMAs, measured (amd64: a 256-bit FMA
+// loop timed in thread CPU time, ≈0.1 s; see measuredGHz), else the
+// maximum clock the kernel reports (cpufreq/cpuinfo_max_freq, else the
+// highest "cpu MHz" of /proc/cpuinfo, which in a virtual machine is often
+// the base clock: a core boosting above it would then exceed "100%").
 func MachinePeak() Peak {
 	p := Peak{Cores: runtime.GOMAXPROCS(0), FlopsPerCycle: 4, Features: "scalar/SSE2"}
 	info := readCPUInfo()
@@ -41,6 +43,10 @@ func MachinePeak() Peak {
 		p.FlopsPerCycle, p.Features = 16, "AVX2+FMA: 2×4-lane FMA"
 	case runtime.GOARCH == "arm64":
 		p.FlopsPerCycle, p.Features = 8, "NEON: 2×2-lane FMA"
+	}
+	if ghz := measuredGHz(); ghz > 0 {
+		p.GHz, p.ClockSource = ghz, "measured: 256-bit FMA loop, thread CPU time"
+		return p
 	}
 	if b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"); err == nil {
 		if khz, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64); err == nil && khz > 0 {

@@ -29,7 +29,9 @@ type workspace struct {
 	moeIn    []float64      // [T][C] rows routed to one expert (MoE models only)
 	fused    []float64      // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
 	moeOut   []float64      // [T][C] that expert's output
-	scores   [][]float64    // per attention worker: [attnBlock][T] one block's scores, then probabilities
+	scores   [][]float64    // per attention worker: [heads·attnBlock][T] one task's scores, then probabilities
+	attQ     [][]float64    // per attention worker: [heads·attnBlock][D] the task's query rows, stacked
+	attO     [][]float64    // per attention worker: [heads·attnBlock][D] the task's output rows, stacked
 	attMul   []*gemm.Engine // per attention worker: its single-goroutine products
 	cos, sin []float64      // [T][D/2] RoPE tables
 	cosL     []float64      // [T][D/2] local RoPE tables (gemma3 sliding layers)
@@ -87,13 +89,12 @@ func (ws *workspace) ensure(m *model, T int) {
 	}
 	if len(ws.scores) != max(1, m.threads) {
 		ws.scores = make([][]float64, max(1, m.threads))
+		ws.attQ = make([][]float64, len(ws.scores))
+		ws.attO = make([][]float64, len(ws.scores))
 		ws.attMul = make([]*gemm.Engine, len(ws.scores))
 		for i := range ws.attMul {
 			ws.attMul[i] = m.mul.Worker()
 		}
-	}
-	for i := range ws.scores {
-		ws.scores[i] = grow(ws.scores[i], min(T, attnBlock)*T)
 	}
 	ws.cos = grow(ws.cos, T*d.D/2)
 	ws.sin = grow(ws.sin, T*d.D/2)
@@ -455,10 +456,10 @@ const attnBlock = 64
 
 // attention computes causal grouped-query attention: for each query head h
 // (key/value head g = h/(H/KV)), att_h = softmax(q_h·k_gᵀ/sqrt(D), causal)·v_g.
-// The work is split into (head, block of attnBlock query rows) tasks that
+// The work is split into (heads, block of attnBlock query rows) tasks that
 // the workers take dynamically, the costliest (last) blocks first; each
-// worker has its own [attnBlock][T] score buffer and products. A task's
-// result does not depend on which worker computes it.
+// worker has its own score buffer and products. A task's result does not
+// depend on which worker computes it, nor on how many heads it stacks.
 func (m *model) attention(ws *workspace, T, window int, scale, softcap float64) {
 	m.attentionDims(ws, T, window, scale, softcap, m.dims)
 }
@@ -467,11 +468,28 @@ func (m *model) attention(ws *workspace, T, window int, scale, softcap float64) 
 // (gemma4's layers differ).
 func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float64, d dims) {
 	blocks := (T + attnBlock - 1) / attnBlock
-	tasks := d.H * blocks
+	// A task stacks the query heads that share a key/value head into one
+	// q·kᵀ and one p·v product (their keys and values packed once, more
+	// rows for the micro-kernel), unless that leaves fewer than four tasks
+	// per worker: then a task is one head.
+	nh := d.H / d.KV
+	if d.KV*blocks < 4*len(ws.scores) {
+		nh = 1
+	}
+	units := d.H / nh
+	tasks := units * blocks
+	rows := min(T, attnBlock)
+	for w := range ws.scores {
+		ws.scores[w] = grow(ws.scores[w], nh*rows*T)
+		if nh > 1 {
+			ws.attQ[w] = grow(ws.attQ[w], nh*rows*d.D)
+			ws.attO[w] = grow(ws.attO[w], nh*rows*d.D)
+		}
+	}
 	run := func(w, t int) {
-		b, h := blocks-1-t/d.H, t%d.H
+		b, u := blocks-1-t/units, t%units
 		r0 := b * attnBlock
-		attendBlock(ws, ws.attMul[w], ws.scores[w], h, r0, min(T, r0+attnBlock), T, window, scale, softcap, d)
+		attendBlock(ws, w, u*nh, nh, r0, min(T, r0+attnBlock), T, window, scale, softcap, d)
 	}
 	workers := min(len(ws.scores), tasks)
 	if workers <= 1 {
@@ -494,18 +512,32 @@ func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float
 	wg.Wait()
 }
 
-// attendBlock computes query rows [r0, r1) of head h of attention into
-// ws.att using scores (at least (r1-r0)·T values, row stride T) and the
-// worker's products mul. Keys outside the window get probability 0 (as
-// exp(-inf) would). Scores are q·k·scale (arch.Spec.AttnScale), then
+// attendBlock computes query rows [r0, r1) of heads [h0, h0+nh) (which
+// share one key/value head) of attention into ws.att with worker w's
+// buffers and products: q·kᵀ for the nh·(r1-r0) query rows (stacked head
+// by head when nh > 1) in one product, softmax per row, p·v in one
+// product. Keys outside the window get probability 0 (as exp(-inf)
+// would). Scores are q·k·scale (arch.Spec.AttnScale), then
 // cap·tanh(s/cap) when softcap > 0 (gemma2).
-func attendBlock(ws *workspace, mul *gemm.Engine, scores []float64, h, r0, r1, T, window int, scale, softcap float64, d dims) {
-	hd, kvd := d.H*d.D, d.KV*d.D
-	g := h / (d.H / d.KV)
+func attendBlock(ws *workspace, w, h0, nh, r0, r1, T, window int, scale, softcap float64, d dims) {
+	mul, scores := ws.attMul[w], ws.scores[w]
+	hd, kvd, D := d.H*d.D, d.KV*d.D, d.D
+	g := h0 / (d.H / d.KV)
 	n := r1 - r0
-	mul.MulNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, scores, T)
-	for i := r0; i < r1; i++ {
-		row := scores[(i-r0)*T : (i-r0)*T+r1]
+	a, lda := ws.q[r0*hd+h0*D:], hd
+	if nh > 1 {
+		a, lda = ws.attQ[w][:nh*n*D], D
+		for j := 0; j < nh; j++ {
+			for i := 0; i < n; i++ {
+				src := (r0+i)*hd + (h0+j)*D
+				copy(a[(j*n+i)*D:(j*n+i+1)*D], ws.q[src:src+D])
+			}
+		}
+	}
+	mul.MulNT(nh*n, r1, D, a, lda, ws.k[g*D:], kvd, scores, T)
+	for r := 0; r < nh*n; r++ {
+		i := r0 + r%n // the query position of stacked row r
+		row := scores[r*T : r*T+r1]
 		lo := 0
 		if window > 0 {
 			lo = max(0, i-window+1)
@@ -536,7 +568,18 @@ func attendBlock(ws *workspace, mul *gemm.Engine, scores []float64, h, r0, r1, T
 			row[j] = 0
 		}
 	}
-	mul.MulNN(n, d.D, r1, scores, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
+	if nh == 1 {
+		mul.MulNN(n, D, r1, scores, T, ws.v[g*D:], kvd, ws.att[r0*hd+h0*D:], hd)
+		return
+	}
+	out := ws.attO[w][:nh*n*D]
+	mul.MulNN(nh*n, D, r1, scores, T, ws.v[g*D:], kvd, out, D)
+	for j := 0; j < nh; j++ {
+		for i := 0; i < n; i++ {
+			dst := (r0+i)*hd + (h0+j)*D
+			copy(ws.att[dst:dst+D], out[(j*n+i)*D:(j*n+i+1)*D])
+		}
+	}
 }
 
 // headRows computes log-probabilities for positions [lo, hi) from the final

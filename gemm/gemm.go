@@ -235,8 +235,14 @@ func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 	// With B decoded by rows, the column blocks narrow instead (down to nr
 	// columns), so that every row of B is decoded exactly once.
 	nc := ncBlock
-	if rows != nil && (n+nc-1)/nc < 2*threads {
+	if blocks := (n + nc - 1) / nc; rows != nil && blocks < 2*threads {
 		nc = max(nr, ((n+2*threads-1)/(2*threads)+nr-1)/nr*nr)
+	} else if threads > 1 && blocks%threads != 0 && blocks < 8*threads {
+		// Few blocks that do not divide among the goroutines (576
+		// columns: 5 blocks on 2 threads, one idles for a fifth of the
+		// product): narrower blocks, a multiple of threads of them.
+		want := (blocks + threads - 1) / threads * threads
+		nc = max(nr, ((n+want-1)/want+nr-1)/nr*nr)
 	}
 	colBlocks := (n + nc - 1) / nc
 	chunks := 1

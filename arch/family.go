@@ -38,6 +38,25 @@ type Family struct {
 	// "model.language_model." (Config.TextPrefix); the top level keeps
 	// model_type, tie_word_embeddings, the token ids and quantization_config.
 	TextConfig bool
+	// Wrapper, when set (with TextConfig), is a multimodal-only family
+	// (gemma3, gemma4): its text_config is required, and its own rules
+	// for the prefixes and the tied head apply (see Wrapper).
+	Wrapper *Wrapper
+}
+
+// Wrapper is what a multimodal wrapper family (Gemma3ForConditionalGeneration,
+// Gemma4ForConditionalGeneration) adds to TextConfig.
+type Wrapper struct {
+	// Prefixes are the text decoder's module prefixes a checkpoint may use,
+	// the current one first: OpenDir takes the first whose embedding the
+	// checkpoint holds (transformers' _checkpoint_conversion_mapping maps
+	// the older ones onto the first). A prefix other than the first needs a
+	// tied head (its lm_head name is not read).
+	Prefixes []string
+	// TextTie: text_config's tie_word_embeddings decides
+	// (PreTrainedModel.tie_weights reads get_text_config(decoder=True));
+	// a top-level tie_word_embeddings that disagrees is refused.
+	TextTie bool
 }
 
 // MoENames are the module names of a mixture-of-experts layer, relative to
@@ -59,6 +78,11 @@ type Defaults struct {
 	// NoIntermediate: the config class has no intermediate_size (every
 	// MLP is a mixture of experts); Quirks sets Config.IntermediateSize.
 	NoIntermediate bool
+	// Vocab, Hidden, Intermediate, Layers, Heads: the constructor's
+	// vocab_size, hidden_size, intermediate_size, num_hidden_layers and
+	// num_attention_heads, for families whose released configs omit them
+	// (Gemma 3's text_config); 0: the key is required.
+	Vocab, Hidden, Intermediate, Layers, Heads int
 }
 
 // Layout is the set of optional weights of a decoder layer.
@@ -120,7 +144,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text(), gemma3()}
 }
 
 // Names returns the supported model_type values.

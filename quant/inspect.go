@@ -67,8 +67,9 @@ func Inspect(m *checkpoint.Model) (*Report, error) {
 }
 
 // layerRE matches a decoder layer module: model.layers.{i}. or, in a
-// multimodal checkpoint (qwen3_5), model.language_model.layers.{i}.
-var layerRE = regexp.MustCompile(`^model\.(?:language_model\.)?layers\.(\d+)\.`)
+// multimodal checkpoint (qwen3_5, gemma3), model.language_model.layers.{i}.
+// or, saved before transformers 4.52 (gemma3), language_model.model.layers.{i}.
+var layerRE = regexp.MustCompile(`^(?:model\.(?:language_model\.)?|language_model\.model\.)layers\.(\d+)\.`)
 
 // linearModules returns the Linear modules of src (those with a family's
 // marker tensor, weight_packed, or a 2-D weight), sorted by layer then name.

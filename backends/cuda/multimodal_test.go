@@ -1,0 +1,115 @@
+package cuda
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/backends/backendtest"
+	"github.com/qppl/qppl/checkpoint"
+)
+
+// renameModel copies the checkpoint in src to a new directory, its
+// tensors renamed (or dropped: "") by name and config.json through cfg.
+func renameModel(t *testing.T, src string, name func(string) string, cfg func(map[string]any) map[string]any) string {
+	t.Helper()
+	m, err := checkpoint.OpenDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var ts []checkpoint.WriteTensor
+	for _, n := range m.Names() {
+		ti, _ := m.Tensor(n)
+		raw, err := m.ReadRaw(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nn := name(n); nn != "" {
+			ts = append(ts, checkpoint.WriteTensor{Name: nn, DType: ti.DType, Shape: ti.Shape, Data: raw})
+		}
+	}
+	dst := t.TempDir()
+	if err := checkpoint.WriteFile(filepath.Join(dst, checkpoint.SafetensorsFile), ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(src, checkpoint.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(js, &c); err != nil {
+		t.Fatal(err)
+	}
+	if js, err = json.Marshal(cfg(c)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, checkpoint.ConfigFile), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestMultimodalEqualsTextOnlyEmu: on the emulator (fp32 and bf16), the
+// multimodal gemma3 suite model (Gemma3ForConditionalGeneration: text_config,
+// model.language_model., vision tower and projector, which New must accept as
+// ignored) scores every token bit for bit as its gemma3_text checkpoint and
+// as its older language_model.model. layout.
+func TestMultimodalEqualsTextOnlyEmu(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := backendtest.WriteModel(dir, "gemma3", 1); err != nil {
+		t.Fatal(err)
+	}
+	textOnly := renameModel(t, dir, func(n string) string {
+		if !strings.HasPrefix(n, "model.language_model.") {
+			return ""
+		}
+		return "model." + strings.TrimPrefix(n, "model.language_model.")
+	}, func(c map[string]any) map[string]any {
+		text := c["text_config"].(map[string]any)
+		text["architectures"] = []string{"Gemma3ForCausalLM"}
+		for _, k := range []string{"torch_dtype", "bos_token_id", "eos_token_id"} {
+			if v, ok := c[k]; ok {
+				text[k] = v
+			}
+		}
+		return text
+	})
+	legacy := renameModel(t, dir, func(n string) string {
+		for _, r := range [][2]string{{"model.language_model.", "language_model.model."}, {"model.vision_tower.", "vision_tower."}, {"model.multi_modal_projector.", "multi_modal_projector."}} {
+			if strings.HasPrefix(n, r[0]) {
+				return r[1] + strings.TrimPrefix(n, r[0])
+			}
+		}
+		return n
+	}, func(c map[string]any) map[string]any { return c })
+	toks := testTokens(90, backendtest.Vocab, 7) // longer than the fixture's 32-token window
+	for _, prec := range []string{"fp32", "bf16"} {
+		var nll [][]float64
+		for _, d := range []string{dir, textOnly, legacy} {
+			m := openModel(t, d)
+			b, err := New(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: prec, MaxTokens: 96})
+			if err != nil {
+				t.Fatalf("%s: %v", d, err)
+			}
+			s, err := b.Score(context.Background(), backends.Window{Tokens: toks, First: 1}, backends.Request{TopK: 1})
+			b.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			nll = append(nll, s.NLL)
+		}
+		for k, what := range []string{"text-only", "language_model.model. layout"} {
+			for i := range nll[0] {
+				if math.Float64bits(nll[0][i]) != math.Float64bits(nll[k+1][i]) {
+					t.Fatalf("%s: token %d: multimodal NLL %v, %s %v", prec, i, nll[0][i], what, nll[k+1][i])
+				}
+			}
+		}
+	}
+}

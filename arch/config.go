@@ -123,18 +123,21 @@ func Resolve(c *checkpoint.Config) (*checkpoint.Config, error) {
 		return nil, err
 	}
 	switch {
-	case tr == r || r.Get("tie_word_embeddings") == nil:
+	case tr == r:
 	case fam.Wrapper != nil && fam.Wrapper.TextTie:
-		// tie_weights reads text_config's key (get_text_config(decoder=True));
-		// a wrapper key saying otherwise is ambiguous: refused.
-		if top := r.Bool("tie_word_embeddings", out.TieWordEmbeddings); r.Err() == nil && top != out.TieWordEmbeddings {
-			r.Fail("tie_word_embeddings", "%v at the top level but %v in text_config (which transformers uses): refused as ambiguous", top, out.TieWordEmbeddings)
+		// transformers 4.x ties by text_config's key, a v5 wrapper by its
+		// own (default True): refused unless both say the same.
+		if top := r.Bool("tie_word_embeddings", true); r.Err() == nil && top != out.TieWordEmbeddings {
+			r.Fail("tie_word_embeddings", "%v at the top level (true when absent) but %v in text_config: which one transformers ties by depends on its version; refused as ambiguous (give both the same value)", top, out.TieWordEmbeddings)
 		}
-	default: // the wrapper's own key wins (Qwen3_5Config.tie_word_embeddings)
+	case r.Get("tie_word_embeddings") != nil: // the wrapper's own key wins (Qwen3_5Config.tie_word_embeddings)
 		out.TieWordEmbeddings = r.Bool("tie_word_embeddings", out.TieWordEmbeddings)
 	}
 	if fam.Quirks != nil {
 		fam.Quirks(tr, out)
+	}
+	if w := fam.Wrapper; w != nil && w.Top != nil && r.Err() == nil {
+		w.Top(r, out)
 	}
 	if err := r.Err(); err != nil {
 		return nil, err

@@ -53,10 +53,15 @@ type Wrapper struct {
 	// the older ones onto the first). A prefix other than the first needs a
 	// tied head (its lm_head name is not read).
 	Prefixes []string
-	// TextTie: text_config's tie_word_embeddings decides
-	// (PreTrainedModel.tie_weights reads get_text_config(decoder=True));
-	// a top-level tie_word_embeddings that disagrees is refused.
+	// TextTie: the wrapper's tie_word_embeddings (True when absent:
+	// PretrainedConfig's default, Gemma4Config's field) and text_config's
+	// must agree, else the config is refused as ambiguous: transformers
+	// 4.x ties by text_config's (PreTrainedModel.tie_weights reads
+	// get_text_config(decoder=True)), and a v5 wrapper class has its own.
 	TextTie bool
+	// Top, when set, reads the wrapper's own top-level keys (r is the
+	// top level) after the text decoder's Quirks.
+	Top func(r *checkpoint.ConfigReader, c *checkpoint.Config)
 }
 
 // MoENames are the module names of a mixture-of-experts layer, relative to
@@ -144,7 +149,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text(), gemma3()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text(), gemma3(), gemma4()}
 }
 
 // Names returns the supported model_type values.

@@ -181,6 +181,11 @@ func gemma3Nest(flat map[string]any) map[string]any {
 		switch k {
 		case "model_type", "architectures", "torch_dtype", "quantization_config", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id":
 			top[k] = v
+		case "tie_word_embeddings": // the released configs leave it out (True); an untied fixture says so at both levels
+			text[k] = v
+			if v == false {
+				top[k] = v
+			}
 		default:
 			text[k] = v
 		}

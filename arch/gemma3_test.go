@@ -76,7 +76,8 @@ func TestGemma3TextConfigDefaults(t *testing.T) {
 		for k, v := range full {
 			text[k] = v
 		}
-		s, err := gemma3MM(t, text, nil)
+		top := map[string]any{"tie_word_embeddings": false} // agreeing with text_config
+		s, err := gemma3MM(t, text, top)
 		if err != nil {
 			t.Fatalf("%s given: %v", r.key, err)
 		}
@@ -87,7 +88,10 @@ func TestGemma3TextConfigDefaults(t *testing.T) {
 		if r.key == "sliding_window" {
 			delete(text, "sliding_window_pattern") // the 6th layer is global, layer 0 slides
 		}
-		if s, err = gemma3MM(t, text, nil); err != nil {
+		if r.key == "tie_word_embeddings" {
+			top = nil // both absent: True
+		}
+		if s, err = gemma3MM(t, text, top); err != nil {
 			t.Fatalf("%s absent: %v", r.key, err)
 		}
 		if got := r.get(s); got != r.absent {
@@ -143,6 +147,8 @@ func TestGemma3Refusals(t *testing.T) {
 		{"final cap", with("final_logit_softcapping", 30.0), nil, "final_logit_softcapping"},
 		// tie_weights reads text_config's key: a disagreeing top level is ambiguous.
 		{"tie disagrees", text, map[string]any{"tie_word_embeddings": false}, "tie_word_embeddings"},
+		// text_config untied, the wrapper's key absent (True): ambiguous too.
+		{"tie only in text_config", with("tie_word_embeddings", false), nil, "tie_word_embeddings"},
 		{"bidirectional", with("use_bidirectional_attention", true), nil, "use_bidirectional_attention"},
 	} {
 		_, err := gemma3MM(t, c.text, c.top)
@@ -153,5 +159,8 @@ func TestGemma3Refusals(t *testing.T) {
 	// A top-level tie_word_embeddings that agrees is accepted.
 	if _, err := gemma3MM(t, text, map[string]any{"tie_word_embeddings": true}); err != nil {
 		t.Errorf("agreeing tie_word_embeddings: %v", err)
+	}
+	if s, err := gemma3MM(t, with("tie_word_embeddings", false), map[string]any{"tie_word_embeddings": false}); err != nil || s.TiedHead {
+		t.Errorf("untied in both: %v, tied %v", err, s != nil && s.TiedHead)
 	}
 }

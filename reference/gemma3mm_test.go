@@ -163,6 +163,7 @@ func TestGemma3TowersIgnored(t *testing.T) {
 	// language_model.lm_head is not read).
 	untied := gemma3Legacy(t, dir, func(c map[string]any) map[string]any {
 		c["text_config"].(map[string]any)["tie_word_embeddings"] = false
+		c["tie_word_embeddings"] = false
 		return c
 	})
 	if _, err := arch.OpenDir(untied); !errors.Is(err, checkpoint.ErrConfig) || !strings.Contains(err.Error(), "tie_word_embeddings") {

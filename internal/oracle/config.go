@@ -157,16 +157,14 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		// PreTrainedModel.tie_weights reads the text config's
 		// tie_word_embeddings (Gemma3TextConfig: True); a top-level key
 		// that says otherwise is not taken.
-		top, topSet := raw["tie_word_embeddings"]
+		// Gemma3Config's own key (PretrainedConfig: True) is the one a
+		// newer transformers would read: the two must agree.
+		top := boolean("tie_word_embeddings", true)
 		raw = sub
 		s.prefix = "model.language_model."
 		tiedDef = true
-		if topSet && string(top) != "null" {
-			var tv bool
-			_ = json.Unmarshal(top, &tv)
-			if tv != boolean("tie_word_embeddings", true) {
-				return s, fmt.Errorf("oracle: gemma3 tie_word_embeddings differs between the wrapper and text_config")
-			}
+		if top != boolean("tie_word_embeddings", true) {
+			return s, fmt.Errorf("oracle: gemma3 tie_word_embeddings differs between the wrapper and text_config")
 		}
 	}
 	if text == "gemma3_text" {

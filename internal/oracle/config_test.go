@@ -117,7 +117,7 @@ func TestSettingsMatchArch(t *testing.T) {
 		if strings.HasPrefix(name, "qwen3_5") {
 			notApplicable = 2
 		}
-		if name == "gemma4_text" {
+		if name == "gemma4_text" || name == "gemma4" {
 			notApplicable = 1
 		}
 		if name == "gemma3" { // Gemma3ForConditionalGeneration applies no final soft cap: refused
@@ -167,10 +167,14 @@ func checkG4Settings(t *testing.T, js string, cfg *checkpoint.Config, spec *arch
 	a := spec.Gemma4
 	got := []any{g.vocab, g.hidden, g.inter, g.layers, g.heads, g.kvHeads, g.headDim, g.globalKV, g.globalHeadDim,
 		g.eps, g.tied, g.bias, g.kEqV, g.doubleWide, g.firstShared, g.ple, g.pleVocab, g.full,
-		g.slidingTheta, g.fullTheta, g.partial, g.factor, g.finalCap}
+		g.slidingTheta, g.fullTheta, g.partial, g.factor, g.finalCap, g.prefix}
+	prefix := spec.Prefix
+	if prefix == "" {
+		prefix = "model."
+	}
 	want := []any{spec.Vocab, spec.Hidden, spec.Intermediate, spec.Layers, spec.Heads, spec.KVHeads, spec.HeadDim, a.GlobalKVHeads, a.GlobalHeadDim,
 		spec.Eps, spec.TiedHead, spec.QKVBias, a.KEqV, a.DoubleWide, a.Shared, a.PLE, a.PLEVocab, a.Full,
-		a.SlidingTheta, a.FullTheta, a.FullPartial, a.FullFactor, spec.FinalSoftcap}
+		a.SlidingTheta, a.FullTheta, a.FullPartial, a.FullFactor, spec.FinalSoftcap, prefix}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s:\noracle %v\n  arch %v", js, got, want)
 	}

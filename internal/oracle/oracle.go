@@ -36,7 +36,7 @@ type Options struct {
 // the log-softmax of the logits at every position: lp[p][v] is
 // log P(next token = v | tokens[0..p]).
 func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) ([][]float64, error) {
-	if cfg != nil && cfg.ModelType == "gemma4_text" { // its own network: gemma4.go
+	if cfg != nil && (cfg.ModelType == "gemma4_text" || cfg.ModelType == "gemma4") { // its own network: gemma4.go
 		return g4LogProbs(cfg, get, tokens, opt)
 	}
 	if cfg != nil && cfg.Raw != nil && isQwen35(cfg.ModelType) {

@@ -171,22 +171,39 @@ func TestGemma3TowersIgnored(t *testing.T) {
 	}
 }
 
-// TestGemma3QuantizedMultimodal: W4A16 and W8A8 quantizations of the
-// multimodal fixture whose compressed-tensors ignore list names the towers
-// as llm-compressor's Gemma 3 recipe does (re: patterns), in the current
-// and the older layout, equal the oracle to 1e-9 and report the towers as
-// ignored; the older layout equals the current one bit for bit.
+// TestGemma3QuantizedMultimodal: quantizations of the multimodal fixture
+// whose configs name the towers as their tools write them — compressed-
+// tensors W4A16 and W8A8 with re: patterns in ignore (llm-compressor's
+// Gemma 3 recipe), AutoAWQ with modules_to_not_convert, AutoFP8 with
+// ignored_layers, GPTQ with none (the towers
+// simply stay unquantized) — in the current and the older layout, equal
+// the oracle to 1e-9 and report the towers as ignored; the older layout
+// equals the current one bit for bit.
 func TestGemma3QuantizedMultimodal(t *testing.T) {
 	dir, o := writeGemma3MM(t)
 	toks := randomTokens(70, o.Vocab, 5)
-	for _, scheme := range []string{"W4A16-G32", "W8A8"} {
+	for _, sc := range []struct {
+		scheme, key string
+		towers      []any
+		group       int
+	}{
+		{"W4A16-G32", "ignore", []any{"re:.*vision_tower.*", "re:.*multi_modal_projector.*"}, 0},
+		{"W8A8", "ignore", []any{"re:.*vision_tower.*", "re:.*multi_modal_projector.*"}, 0},
+		{"AWQ", "modules_to_not_convert", []any{"vision_tower", "multi_modal_projector"}, 32},
+		{"AUTOFP8", "ignored_layers", []any{"model.vision_tower", "model.multi_modal_projector"}, 0},
+		{"GPTQ", "", nil, 32},
+	} {
+		scheme := sc.scheme
 		q := filepath.Join(t.TempDir(), scheme)
-		if err := quantizer.Quantize(dir, q, scheme, quantizer.Options{Seed: 3}); err != nil {
+		if err := quantizer.Quantize(dir, q, scheme, quantizer.Options{Seed: 3, GroupSize: sc.group}); err != nil {
 			t.Fatal(err)
 		}
 		withIgnore := func(c map[string]any) map[string]any {
-			qc := c["quantization_config"].(map[string]any)
-			qc["ignore"] = append(qc["ignore"].([]any), "re:.*vision_tower.*", "re:.*multi_modal_projector.*")
+			if sc.key != "" {
+				qc := c["quantization_config"].(map[string]any)
+				old, _ := qc[sc.key].([]any)
+				qc[sc.key] = append(old, sc.towers...)
+			}
 			return c
 		}
 		keep := func(w checkpoint.WriteTensor) *checkpoint.WriteTensor { return &w }

@@ -12,6 +12,7 @@ import (
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
 	"github.com/qppl/qppl/internal/oracle"
+	"github.com/qppl/qppl/quant"
 )
 
 // writeGemma3MM writes the random multimodal gemma3 fixture
@@ -216,6 +217,17 @@ func TestGemma3QuantizedMultimodal(t *testing.T) {
 		}
 		if m2.Config.TextPrefix != "language_model.model." {
 			t.Errorf("%s: older layout read under %q", scheme, m2.Config.TextPrefix)
+		}
+		// bits per weight are counted in both layouts (quant.Inspect: the
+		// decoder layers under either prefix, the tied head's embedding)
+		r1, err1 := quant.Inspect(m1)
+		r2, err2 := quant.Inspect(m2)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if r1.LayerWeights == 0 || r1.LayerWeights != r2.LayerWeights || r1.LayerBytes != r2.LayerBytes ||
+			r1.Head != "model.language_model.embed_tokens" || r2.Head != "language_model.model.embed_tokens" || !r1.HeadTied || !r2.HeadTied {
+			t.Errorf("%s: inspect: layers %d/%d weights, heads %q %q", scheme, r1.LayerWeights, r2.LayerWeights, r1.Head, r2.Head)
 		}
 		a := allLogProbs(t, b1, toks)
 		sameBits(t, scheme+": current vs older layout", a, allLogProbs(t, b2, toks))

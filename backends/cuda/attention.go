@@ -70,8 +70,15 @@ func attnBuffers(T, H, D int, dt device.DType, capBytes int64) (operand, scores,
 // attend computes ds.att[T][H][D] from ds.q, ds.k, ds.v (fp32, after RoPE),
 // with a sliding window of `window` keys (0: full causal attention).
 func (b *Backend) attend(ds *devState, T, window int) error {
+	return b.attendKV(ds, T, window, b.spec.KVHeads, b.spec.HeadDim, ds.k, ds.v)
+}
+
+// attendKV is attend with the layer's key/value heads KVH and head size D
+// and its keys and values at k, v [T][KVH][D] (gemma4: per-layer sizes,
+// another layer's keys and values when KV-shared).
+func (b *Backend) attendKV(ds *devState, T, window, KVH, D int, k, v device.Ptr) error {
 	s := b.spec
-	H, KVH, D := s.Heads, s.KVHeads, s.HeadDim
+	H := s.Heads
 	d := ds.d
 	// 1/sqrt(head_dim), or gemma's query_pre_attn_scalar**-0.5 (arch.For
 	// sets AttnScale; a Spec built by hand without it means the default).
@@ -84,11 +91,11 @@ func (b *Backend) attend(ds *devState, T, window int) error {
 		if s.AttnSoftcap > 0 {
 			return fmt.Errorf("attention soft-capping needs a device with batched GEMMs (%s has none)", d.Name())
 		}
-		return device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT, window)
+		return device.LaunchAttention(d, ds.att, ds.q, k, v, T, H, KVH, D, scale, b.gemmDT, window)
 	}
 	dt := b.gemmDT
 	es := int64(dt.Size())
-	if err := device.LaunchAttnPrep(d, ds.qa, ds.ka, ds.va, ds.q, ds.k, ds.v, T, H, KVH, D, dt); err != nil {
+	if err := device.LaunchAttnPrep(d, ds.qa, ds.ka, ds.va, ds.q, k, v, T, H, KVH, D, dt); err != nil {
 		return err
 	}
 	R, hb := attnGeometry(T, H, dt, b.scoreCap())

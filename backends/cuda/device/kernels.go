@@ -98,6 +98,8 @@ func Kernels() map[string]KernelInfo {
 		"sigmoid_mul":      {"ppi", "deltanet"},
 		"rope_partial":     {"pppiiii", "deltanet"},
 		"sigmoid_add_rows": {"pppii", "deltanet"},
+		// gemma4_text (kernels/gemma4.cu; wrapper in backends/cuda/gemma4.go)
+		"ple_combine": {"pppiiiff", "gemma4"},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/backends/backendtest"
 	"github.com/qppl/qppl/checkpoint"
@@ -56,60 +57,86 @@ func renameModel(t *testing.T, src string, name func(string) string, cfg func(ma
 }
 
 // TestMultimodalEqualsTextOnlyEmu: on the emulator (fp32 and bf16), the
-// multimodal gemma3 suite model (Gemma3ForConditionalGeneration: text_config,
-// model.language_model., vision tower and projector, which New must accept as
-// ignored) scores every token bit for bit as its gemma3_text checkpoint and
-// as its older language_model.model. layout.
+// multimodal gemma3 and gemma4 suite models (Gemma3/Gemma4ForConditionalGeneration:
+// text_config, model.language_model., towers that New must accept as
+// ignored) score every token bit for bit as their text-only checkpoints
+// (gemma3_text, gemma4_text), and gemma3 as its older language_model.model.
+// layout too. A family cuda.Supports refuses is skipped.
 func TestMultimodalEqualsTextOnlyEmu(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := backendtest.WriteModel(dir, "gemma3", 1); err != nil {
-		t.Fatal(err)
-	}
-	textOnly := renameModel(t, dir, func(n string) string {
-		if !strings.HasPrefix(n, "model.language_model.") {
-			return ""
-		}
-		return "model." + strings.TrimPrefix(n, "model.language_model.")
-	}, func(c map[string]any) map[string]any {
-		text := c["text_config"].(map[string]any)
-		text["architectures"] = []string{"Gemma3ForCausalLM"}
-		for _, k := range []string{"torch_dtype", "bos_token_id", "eos_token_id"} {
-			if v, ok := c[k]; ok {
-				text[k] = v
+	for _, c := range []struct{ arch, text, class string }{
+		{"gemma3", "gemma3_text", "Gemma3ForCausalLM"},
+		{"gemma4", "gemma4_text", "Gemma4ForCausalLM"},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := backendtest.WriteModel(dir, c.arch, 1); err != nil {
+				t.Fatal(err)
 			}
-		}
-		return text
-	})
-	legacy := renameModel(t, dir, func(n string) string {
-		for _, r := range [][2]string{{"model.language_model.", "language_model.model."}, {"model.vision_tower.", "vision_tower."}, {"model.multi_modal_projector.", "multi_modal_projector."}} {
-			if strings.HasPrefix(n, r[0]) {
-				return r[1] + strings.TrimPrefix(n, r[0])
-			}
-		}
-		return n
-	}, func(c map[string]any) map[string]any { return c })
-	toks := testTokens(90, backendtest.Vocab, 7) // longer than the fixture's 32-token window
-	for _, prec := range []string{"fp32", "bf16"} {
-		var nll [][]float64
-		for _, d := range []string{dir, textOnly, legacy} {
-			m := openModel(t, d)
-			b, err := New(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: prec, MaxTokens: 96})
-			if err != nil {
-				t.Fatalf("%s: %v", d, err)
-			}
-			s, err := b.Score(context.Background(), backends.Window{Tokens: toks, First: 1}, backends.Request{TopK: 1})
-			b.Close()
+			cfg, err := arch.LoadConfig(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			nll = append(nll, s.NLL)
-		}
-		for k, what := range []string{"text-only", "language_model.model. layout"} {
-			for i := range nll[0] {
-				if math.Float64bits(nll[0][i]) != math.Float64bits(nll[k+1][i]) {
-					t.Fatalf("%s: token %d: multimodal NLL %v, %s %v", prec, i, nll[0][i], what, nll[k+1][i])
+			spec, err := arch.For(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Supports(spec); err != nil {
+				t.Skip(err)
+			}
+			textOnly := renameModel(t, dir, func(n string) string {
+				if !strings.HasPrefix(n, "model.language_model.") {
+					return ""
+				}
+				return "model." + strings.TrimPrefix(n, "model.language_model.")
+			}, func(m map[string]any) map[string]any {
+				text := m["text_config"].(map[string]any)
+				text["architectures"] = []string{c.class}
+				for _, k := range []string{"torch_dtype", "bos_token_id", "eos_token_id"} {
+					if v, ok := m[k]; ok {
+						text[k] = v
+					}
+				}
+				return text
+			})
+			dirs := []string{dir, textOnly}
+			if c.arch == "gemma3" {
+				dirs = append(dirs, renameModel(t, dir, func(n string) string {
+					for _, r := range [][2]string{{"model.language_model.", "language_model.model."}, {"model.vision_tower.", "vision_tower."}, {"model.multi_modal_projector.", "multi_modal_projector."}} {
+						if strings.HasPrefix(n, r[0]) {
+							return r[1] + strings.TrimPrefix(n, r[0])
+						}
+					}
+					return n
+				}, func(m map[string]any) map[string]any { return m }))
+			}
+			toks := testTokens(90, backendtest.Vocab, 7) // longer than the fixtures' 32-token window
+			for _, prec := range []string{"fp32", "bf16"} {
+				var nll [][]float64
+				for _, d := range dirs {
+					m := openModel(t, d)
+					if m.Config.ModelType != map[bool]string{true: c.arch, false: c.text}[d != textOnly] {
+						t.Fatalf("%s read as %s", d, m.Config.ModelType)
+					}
+					b, err := New(m, emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: prec, MaxTokens: 96})
+					if err != nil {
+						t.Fatalf("%s: %v", d, err)
+					}
+					s, err := b.Score(context.Background(), backends.Window{Tokens: toks, First: 1}, backends.Request{TopK: 1})
+					b.Close()
+					if err != nil {
+						t.Fatal(err)
+					}
+					nll = append(nll, s.NLL)
+				}
+				for k := 1; k < len(nll); k++ {
+					what := []string{"", "text-only", "language_model.model. layout"}[k]
+					for i := range nll[0] {
+						if math.Float64bits(nll[0][i]) != math.Float64bits(nll[k][i]) {
+							t.Fatalf("%s: token %d: multimodal NLL %v, %s %v", prec, i, nll[0][i], what, nll[k][i])
+						}
+					}
 				}
 			}
-		}
+		})
 	}
 }

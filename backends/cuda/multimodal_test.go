@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -98,6 +99,14 @@ func TestMultimodalEqualsTextOnlyEmu(t *testing.T) {
 				}
 				return text
 			})
+			// A tensor outside the towers that nothing reads stops New, named.
+			stray := "model.language_model.layers.0.mlp.gate_up_proj.weight"
+			bad := renameModel(t, dir, func(n string) string { return n }, func(m map[string]any) map[string]any { return m })
+			addTensor(t, bad, stray)
+			if _, err := New(openModel(t, bad), emuDevices(t, 1, 1<<30), Options{Name: "emu", Precision: "fp32", MaxTokens: 96}); !errors.Is(err, checkpoint.ErrUnused) ||
+				!strings.Contains(err.Error(), stray) || strings.Contains(err.Error(), "tower") {
+				t.Errorf("stray %s: New: %v, want an unused-tensor refusal naming only it", stray, err)
+			}
 			dirs := []string{dir, textOnly}
 			if c.arch == "gemma3" {
 				dirs = append(dirs, renameModel(t, dir, func(n string) string {
@@ -138,5 +147,28 @@ func TestMultimodalEqualsTextOnlyEmu(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// addTensor rewrites the checkpoint in dir with one more F32 [2] tensor.
+func addTensor(t *testing.T, dir, name string) {
+	t.Helper()
+	m, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []checkpoint.WriteTensor
+	for _, n := range m.Names() {
+		ti, _ := m.Tensor(n)
+		raw, err := m.ReadRaw(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, checkpoint.WriteTensor{Name: n, DType: ti.DType, Shape: ti.Shape, Data: raw})
+	}
+	m.Close()
+	ts = append(ts, checkpoint.WriteTensor{Name: name, DType: checkpoint.F32, Shape: []int{2}, Data: make([]byte, 8)})
+	if err := checkpoint.WriteFile(filepath.Join(dir, checkpoint.SafetensorsFile), ts, nil); err != nil {
+		t.Fatal(err)
 	}
 }

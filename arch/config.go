@@ -20,8 +20,35 @@ func OpenDir(dir string) (*checkpoint.Model, error) {
 		m.Close()
 		return nil, err
 	}
+	if err := pickTextPrefix(m, c); err != nil {
+		m.Close()
+		return nil, err
+	}
 	m.Config = c
 	return m, nil
+}
+
+// pickTextPrefix sets c.TextPrefix, for a Wrapper family, to the first of
+// its Prefixes whose embedding m holds (the older layouts of
+// Gemma3ForConditionalGeneration checkpoints), leaving the current one
+// when none matches (the loaders then name the missing tensor).
+func pickTextPrefix(m *checkpoint.Model, c *checkpoint.Config) error {
+	fam, ok := Lookup(c.ModelType)
+	if !ok || fam.Wrapper == nil || c.TextPrefix == "" {
+		return nil
+	}
+	for i, p := range fam.Wrapper.Prefixes {
+		if _, ok := m.Peek(p + "embed_tokens.weight"); !ok {
+			continue
+		}
+		if i > 0 && !c.TieWordEmbeddings {
+			return fmt.Errorf("%w: %s: tie_word_embeddings is false, but the untied head of the older %s* layout is not read (re-save the checkpoint with a current transformers: %s*, lm_head.weight)",
+				checkpoint.ErrConfig, c.Path, p, fam.Wrapper.Prefixes[0])
+		}
+		c.TextPrefix = p
+		return nil
+	}
+	return nil
 }
 
 // LoadConfig reads and resolves the config.json of a model directory.
@@ -84,15 +111,33 @@ func Resolve(c *checkpoint.Config) (*checkpoint.Config, error) {
 			return nil, r.Err()
 		}
 		out.TextPrefix = "model.language_model."
+		if w := fam.Wrapper; w != nil && len(w.Prefixes) > 0 {
+			out.TextPrefix = w.Prefixes[0]
+		}
+	} else if fam.Wrapper != nil {
+		// Gemma3Config(text_config=None) builds its default text model
+		// and reads none of the top-level keys: refused, not guessed.
+		return nil, fmt.Errorf("%w: %s: model_type %q without a text_config object (the text decoder's keys are read from text_config)", checkpoint.ErrConfig, name, out.ModelType)
 	}
 	if err := readCommon(tr, out, fam.Defaults); err != nil {
 		return nil, err
 	}
-	if tr != r && r.Get("tie_word_embeddings") != nil { // the wrapper's own key wins (Qwen3_5Config.tie_word_embeddings)
+	switch {
+	case tr == r:
+	case fam.Wrapper != nil && fam.Wrapper.TextTie:
+		// transformers 4.x ties by text_config's key, a v5 wrapper by its
+		// own (default True): refused unless both say the same.
+		if top := r.Bool("tie_word_embeddings", true); r.Err() == nil && top != out.TieWordEmbeddings {
+			r.Fail("tie_word_embeddings", "%v at the top level (true when absent) but %v in text_config: which one transformers ties by depends on its version; refused as ambiguous (give both the same value)", top, out.TieWordEmbeddings)
+		}
+	case r.Get("tie_word_embeddings") != nil: // the wrapper's own key wins (Qwen3_5Config.tie_word_embeddings)
 		out.TieWordEmbeddings = r.Bool("tie_word_embeddings", out.TieWordEmbeddings)
 	}
 	if fam.Quirks != nil {
 		fam.Quirks(tr, out)
+	}
+	if w := fam.Wrapper; w != nil && w.Top != nil && r.Err() == nil {
+		w.Top(r, out)
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
@@ -125,15 +170,21 @@ func Resolve(c *checkpoint.Config) (*checkpoint.Config, error) {
 // family's defaults d.
 func readCommon(r *checkpoint.ConfigReader, c *checkpoint.Config, d Defaults) error {
 	name := r.Name()
-	c.VocabSize = r.Required("vocab_size")
-	c.HiddenSize = r.Required("hidden_size")
+	size := func(key string, def int) int { // a constructor default, else required
+		if def > 0 {
+			return r.Positive(key, def)
+		}
+		return r.Required(key)
+	}
+	c.VocabSize = size("vocab_size", d.Vocab)
+	c.HiddenSize = size("hidden_size", d.Hidden)
 	if d.NoIntermediate {
 		c.IntermediateSize = r.Int("intermediate_size", 0)
 	} else {
-		c.IntermediateSize = r.Required("intermediate_size")
+		c.IntermediateSize = size("intermediate_size", d.Intermediate)
 	}
-	c.NumHiddenLayers = r.Required("num_hidden_layers")
-	c.NumAttentionHeads = r.Required("num_attention_heads")
+	c.NumHiddenLayers = size("num_hidden_layers", d.Layers)
+	c.NumAttentionHeads = size("num_attention_heads", d.Heads)
 	if err := r.Err(); err != nil {
 		return err
 	}

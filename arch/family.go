@@ -38,6 +38,30 @@ type Family struct {
 	// "model.language_model." (Config.TextPrefix); the top level keeps
 	// model_type, tie_word_embeddings, the token ids and quantization_config.
 	TextConfig bool
+	// Wrapper, when set (with TextConfig), is a multimodal-only family
+	// (gemma3, gemma4): its text_config is required, and its own rules
+	// for the prefixes and the tied head apply (see Wrapper).
+	Wrapper *Wrapper
+}
+
+// Wrapper is what a multimodal wrapper family (Gemma3ForConditionalGeneration,
+// Gemma4ForConditionalGeneration) adds to TextConfig.
+type Wrapper struct {
+	// Prefixes are the text decoder's module prefixes a checkpoint may use,
+	// the current one first: OpenDir takes the first whose embedding the
+	// checkpoint holds (transformers' _checkpoint_conversion_mapping maps
+	// the older ones onto the first). A prefix other than the first needs a
+	// tied head (its lm_head name is not read).
+	Prefixes []string
+	// TextTie: the wrapper's tie_word_embeddings (True when absent:
+	// PretrainedConfig's default, Gemma4Config's field) and text_config's
+	// must agree, else the config is refused as ambiguous: transformers
+	// 4.x ties by text_config's (PreTrainedModel.tie_weights reads
+	// get_text_config(decoder=True)), and a v5 wrapper class has its own.
+	TextTie bool
+	// Top, when set, reads the wrapper's own top-level keys (r is the
+	// top level) after the text decoder's Quirks.
+	Top func(r *checkpoint.ConfigReader, c *checkpoint.Config)
 }
 
 // MoENames are the module names of a mixture-of-experts layer, relative to
@@ -61,6 +85,11 @@ type Defaults struct {
 	// NoIntermediate: the config class has no intermediate_size (every
 	// MLP is a mixture of experts); Quirks sets Config.IntermediateSize.
 	NoIntermediate bool
+	// Vocab, Hidden, Intermediate, Layers, Heads: the constructor's
+	// vocab_size, hidden_size, intermediate_size, num_hidden_layers and
+	// num_attention_heads, for families whose released configs omit them
+	// (Gemma 3's text_config); 0: the key is required.
+	Vocab, Hidden, Intermediate, Layers, Heads int
 }
 
 // Layout is the set of optional weights of a decoder layer.
@@ -130,7 +159,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text(), gemma3(), gemma4()}
 }
 
 // Names returns the supported model_type values.

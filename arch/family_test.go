@@ -34,6 +34,9 @@ func TestFamiliesDeclared(t *testing.T) {
 			"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2} {
 			c[k] = v
 		}
+		if f.Fixture.Nest != nil { // a multimodal wrapper: the decoder's keys under text_config
+			c = f.Fixture.Nest(c)
+		}
 		js, _ := json.Marshal(c)
 		cfg, err := ParseConfig(js, "config.json")
 		if err != nil {

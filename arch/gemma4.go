@@ -133,6 +133,9 @@ type Gemma4 struct {
 	// SlidingTheta: the sliding layers' default RoPE base. FullTheta,
 	// FullPartial, FullFactor: the full layers' proportional RoPE.
 	SlidingTheta, FullTheta, FullPartial, FullFactor float64
+	// Placeholders (the multimodal gemma4 wrapper): the image, video and
+	// audio token ids a window must not hold (see Spec.CheckTokens).
+	Placeholders []int
 }
 
 // Gemma 4 tensor names beside the common ones.
@@ -476,11 +479,11 @@ func (s *Spec) gemma4Linears(i int) []Linear {
 // then per layer its norms, biases and layer_scalar, then the final norm.
 func (s *Spec) gemma4Dense() []TensorShape {
 	g := s.Gemma4
-	out := []TensorShape{{EmbedName, []int{s.Vocab, s.Hidden}}}
+	out := []TensorShape{{s.EmbedTensor(), []int{s.Vocab, s.Hidden}}}
 	if g.PLE > 0 {
-		out = append(out, TensorShape{Gemma4PLEEmbedName, []int{g.PLEVocab, s.Layers * g.PLE}},
-			TensorShape{Gemma4PLEProjName, []int{s.Layers * g.PLE, s.Hidden}},
-			TensorShape{Gemma4PLENormName, []int{g.PLE}})
+		out = append(out, TensorShape{s.Gemma4Tensor(Gemma4PLEEmbedName), []int{g.PLEVocab, s.Layers * g.PLE}},
+			TensorShape{s.Gemma4Tensor(Gemma4PLEProjName), []int{s.Layers * g.PLE, s.Hidden}},
+			TensorShape{s.Gemma4Tensor(Gemma4PLENormName), []int{g.PLE}})
 	}
 	for i := 0; i < s.Layers; i++ {
 		l := s.Layer(i)
@@ -508,5 +511,5 @@ func (s *Spec) gemma4Dense() []TensorShape {
 		}
 		out = append(out, TensorShape{l.LayerScalar, []int{1}})
 	}
-	return append(out, TensorShape{FinalNormName, []int{s.Hidden}})
+	return append(out, TensorShape{s.FinalNormTensor(), []int{s.Hidden}})
 }

@@ -67,8 +67,9 @@ func Inspect(m *checkpoint.Model) (*Report, error) {
 }
 
 // layerRE matches a decoder layer module: model.layers.{i}. or, in a
-// multimodal checkpoint (qwen3_5), model.language_model.layers.{i}.
-var layerRE = regexp.MustCompile(`^model\.(?:language_model\.)?layers\.(\d+)\.`)
+// multimodal checkpoint (qwen3_5, gemma3), model.language_model.layers.{i}.
+// or, saved before transformers 4.52 (gemma3), language_model.model.layers.{i}.
+var layerRE = regexp.MustCompile(`^(?:model\.(?:language_model\.)?|language_model\.model\.)layers\.(\d+)\.`)
 
 // linearModules returns the Linear modules of src (those with a family's
 // marker tensor, weight_packed, or a 2-D weight, and the per-expert modules
@@ -151,10 +152,14 @@ func (s *Scheme) InspectSource(src Source, tied bool) (*Report, error) {
 		r.Modules = append(r.Modules, mi)
 	}
 	if r.Head == "" && tied {
-		const emb = "model.embed_tokens.weight"
-		if ti, ok := src.Tensor(emb); ok && len(ti.Shape) == 2 {
-			r.Head, r.HeadTied, r.HeadFormat = "model.embed_tokens", true, strings.ToLower(string(ti.DType))
-			r.HeadBytes, r.HeadWeights = ti.Size, int64(ti.Shape[0])*int64(ti.Shape[1])
+		// the embedding of a causal LM, or of a multimodal checkpoint's
+		// text decoder (qwen3_5, gemma3, gemma4; gemma3's older layout)
+		for _, emb := range []string{"model.embed_tokens", "model.language_model.embed_tokens", "language_model.model.embed_tokens"} {
+			if ti, ok := src.Tensor(emb + ".weight"); ok && len(ti.Shape) == 2 {
+				r.Head, r.HeadTied, r.HeadFormat = emb, true, strings.ToLower(string(ti.DType))
+				r.HeadBytes, r.HeadWeights = ti.Size, int64(ti.Shape[0])*int64(ti.Shape[1])
+				break
+			}
 		}
 	}
 	if r.LayerWeights > 0 {

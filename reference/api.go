@@ -137,6 +137,9 @@ func (b *Backend) check(w backends.Window) error {
 	if err := b.m.spec.CheckContext(len(w.Tokens)); err != nil {
 		return fmt.Errorf("reference: window %d: %w", w.Index, err)
 	}
+	if err := b.m.spec.CheckTokens(w.Tokens); err != nil {
+		return fmt.Errorf("reference: window %d: %w", w.Index, err)
+	}
 	return nil
 }
 

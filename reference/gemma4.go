@@ -30,21 +30,22 @@ func (m *model) bindGemma4(src source, vec func(string, int) ([]float64, error))
 	}
 	var err error
 	if g.PLE > 0 {
-		if m.g4.pleEmbed, err = src.Rows(arch.Gemma4PLEEmbedName); err != nil {
-			return fmt.Errorf("reference: %s: %w", arch.Gemma4PLEEmbedName, err)
+		pleEmbed, pleProj, pleNorm := spec.Gemma4Tensor(arch.Gemma4PLEEmbedName), spec.Gemma4Tensor(arch.Gemma4PLEProjName), spec.Gemma4Tensor(arch.Gemma4PLENormName)
+		if m.g4.pleEmbed, err = src.Rows(pleEmbed); err != nil {
+			return fmt.Errorf("reference: %s: %w", pleEmbed, err)
 		}
 		if r, c := m.g4.pleEmbed.Shape(); r != g.PLEVocab || c != d.L*g.PLE {
-			return fmt.Errorf("reference: %s: tensor %q has shape [%d %d], want [%d %d] from config.json", src.Where(arch.Gemma4PLEEmbedName), arch.Gemma4PLEEmbedName, r, c, g.PLEVocab, d.L*g.PLE)
+			return fmt.Errorf("reference: %s: tensor %q has shape [%d %d], want [%d %d] from config.json", src.Where(pleEmbed), pleEmbed, r, c, g.PLEVocab, d.L*g.PLE)
 		}
-		v, shape, err := src.Float64(arch.Gemma4PLEProjName)
+		v, shape, err := src.Float64(pleProj)
 		if err != nil {
-			return fmt.Errorf("reference: %s: %w", arch.Gemma4PLEProjName, err)
+			return fmt.Errorf("reference: %s: %w", pleProj, err)
 		}
 		if len(shape) != 2 || shape[0] != d.L*g.PLE || shape[1] != d.C {
-			return fmt.Errorf("reference: %s: tensor %q has shape %v, want [%d %d]", src.Where(arch.Gemma4PLEProjName), arch.Gemma4PLEProjName, shape, d.L*g.PLE, d.C)
+			return fmt.Errorf("reference: %s: tensor %q has shape %v, want [%d %d]", src.Where(pleProj), pleProj, shape, d.L*g.PLE, d.C)
 		}
 		m.g4.pleProj = v
-		if m.g4.pleNorm, err = vec(arch.Gemma4PLENormName, g.PLE); err != nil {
+		if m.g4.pleNorm, err = vec(pleNorm, g.PLE); err != nil {
 			return err
 		}
 	}

@@ -426,6 +426,9 @@ func (b *Backend) check(w backends.Window) error {
 	if err := b.spec.CheckContext(T); err != nil {
 		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
 	}
+	if err := b.spec.CheckTokens(w.Tokens); err != nil { // gemma4's multimodal placeholders
+		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
+	}
 	if err := checkElems(b.spec, T); err != nil {
 		return fmt.Errorf("%s: window %d: %w", b.opt.Name, w.Index, err)
 	}

@@ -140,20 +140,22 @@ func (ld *loader) gemma4Host() (*gemma4Host, error) {
 	LP := s.Layers * g.PLE
 	h := &gemma4Host{}
 	var err error
-	if h.tab, h.tabDT, err = ld.src.table(arch.Gemma4PLEEmbedName, g.PLEVocab, LP); err != nil {
+	// under the text decoder's prefix (model.language_model. in a multimodal checkpoint)
+	tabName, projName, normName := s.Gemma4Tensor(arch.Gemma4PLEEmbedName), s.Gemma4Tensor(arch.Gemma4PLEProjName), s.Gemma4Tensor(arch.Gemma4PLENormName)
+	if h.tab, h.tabDT, err = ld.src.table(tabName, g.PLEVocab, LP); err != nil {
 		return nil, err
 	}
-	raw, dt, err := ld.src.table(arch.Gemma4PLEProjName, LP, s.Hidden)
+	raw, dt, err := ld.src.table(projName, LP, s.Hidden)
 	if err != nil {
 		return nil, err
 	}
 	names := map[device.DType]string{device.F32: "F32", device.BF16: "BF16", device.F16: "F16"}
-	module := arch.Gemma4PLEProjName[:len(arch.Gemma4PLEProjName)-len(".weight")]
+	module := projName[:len(projName)-len(".weight")]
 	dense := &quant.Dense{Base: quant.Base{Name: module, Out: LP, In: s.Hidden, Fmt: "dense"}, DType: names[dt], Raw: raw}
 	if h.proj, err = prepareLinear(dense, ld.gemmDT); err != nil {
 		return nil, err
 	}
-	if h.norm, err = ld.vec(arch.Gemma4PLENormName, g.PLE); err != nil {
+	if h.norm, err = ld.vec(normName, g.PLE); err != nil {
 		return nil, err
 	}
 	return h, nil

@@ -28,6 +28,7 @@ type settings struct {
 	attnCap, finalCap            float64         // soft caps, 0: none
 	localTheta                   float64         // gemma3: RoPE base of the local layers, 0: none
 	local                        []bool          // gemma3: which layers use it
+	prefix                       string          // the text decoder's module prefix; "": "model."
 }
 
 // familyDefaults are the constructor defaults of LlamaConfig,
@@ -53,7 +54,7 @@ func familyDefaults(modelType string) (kvHeads, headDim int, eps, theta float64,
 		return 0, 0, 1e-5, 1e4, true
 	case "gemma2":
 		return 4, 256, 1e-6, 1e4, true
-	case "gemma3_text":
+	case "gemma3_text", "gemma3": // Gemma3TextConfig (gemma3: its text_config)
 		return 4, 256, 1e-6, 1e6, true
 	case "qwen3_5", "qwen3_5_text": // Qwen3_5TextConfig
 		return 4, 256, 1e-6, 1e4, true
@@ -95,7 +96,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			s.headDim = s.hidden / s.heads
 		}
 		s.moe = cfg.MoE
-		s.gemma = cfg.ModelType == "gemma2" || cfg.ModelType == "gemma3_text"
+		s.gemma = cfg.ModelType == "gemma2" || cfg.ModelType == "gemma3_text" || cfg.ModelType == "gemma3"
 		s.queryScalar, s.attnCap, s.finalCap = cfg.QueryPreAttnScalar, cfg.AttnLogitSoftcap, cfg.FinalLogitSoftcap
 		if s.localTheta = cfg.RopeLocalTheta; s.localTheta > 0 {
 			s.local = cfg.SlidingLayers
@@ -140,6 +141,36 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 	}
 	q35 := isQwen35(s.modelType)
 	tiedDef := s.modelType == "gemma2" || s.modelType == "gemma3_text" // Gemma2Config ties by default
+	// text is the model_type of the text decoder's config class: gemma3
+	// (Gemma3Config) holds a Gemma3TextConfig under text_config.
+	text := s.modelType
+	var sizeDef map[string]float64
+	if s.modelType == "gemma3" {
+		text = "gemma3_text"
+		if !has("text_config") {
+			return s, fmt.Errorf("oracle: gemma3 without text_config")
+		}
+		var sub map[string]json.RawMessage
+		if err := json.Unmarshal(raw["text_config"], &sub); err != nil {
+			return s, fmt.Errorf("oracle: text_config: %v", err)
+		}
+		// PreTrainedModel.tie_weights reads the text config's
+		// tie_word_embeddings (Gemma3TextConfig: True); a top-level key
+		// that says otherwise is not taken.
+		// Gemma3Config's own key (PretrainedConfig: True) is the one a
+		// newer transformers would read: the two must agree.
+		top := boolean("tie_word_embeddings", true)
+		raw = sub
+		s.prefix = "model.language_model."
+		tiedDef = true
+		if top != boolean("tie_word_embeddings", true) {
+			return s, fmt.Errorf("oracle: gemma3 tie_word_embeddings differs between the wrapper and text_config")
+		}
+	}
+	if text == "gemma3_text" {
+		// Gemma3TextConfig.__init__'s sizes (released text_configs omit them).
+		sizeDef = map[string]float64{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8}
+	}
 	if q35 && has("text_config") {
 		// Qwen3_5Config: the text model's keys are under text_config; the
 		// wrapper's own tie_word_embeddings (False by default) decides.
@@ -153,12 +184,13 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		}
 		raw = sub
 		delete(raw, "tie_word_embeddings")
+		s.prefix = "model.language_model."
 	}
-	s.vocab = int(num("vocab_size", 0))
-	s.hidden = int(num("hidden_size", 0))
-	s.inter = int(num("intermediate_size", 0))
-	s.layers = int(num("num_hidden_layers", 0))
-	s.heads = int(num("num_attention_heads", 0))
+	s.vocab = int(num("vocab_size", sizeDef["vocab_size"]))
+	s.hidden = int(num("hidden_size", sizeDef["hidden_size"]))
+	s.inter = int(num("intermediate_size", sizeDef["intermediate_size"]))
+	s.layers = int(num("num_hidden_layers", sizeDef["num_hidden_layers"]))
+	s.heads = int(num("num_attention_heads", sizeDef["num_attention_heads"]))
 	if _, present := raw["num_key_value_heads"]; kvDef == 0 || present {
 		kvDef = s.heads // absent in llama, or null: num_attention_heads
 	}
@@ -233,7 +265,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			return s, fmt.Errorf("oracle: phi3 partial_rotary_factor %v", f)
 		}
 	}
-	if s.windows, err = readWindows(raw, s.modelType, s.layers); err != nil {
+	if s.windows, err = readWindows(raw, text, s.layers); err != nil {
 		return s, err
 	}
 	if s.modelType == "gemma2" {
@@ -253,7 +285,7 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 			return s, fmt.Errorf("oracle: gemma2 hidden_activation %q", act)
 		}
 	}
-	if s.modelType == "gemma3_text" {
+	if text == "gemma3_text" {
 		// Gemma3TextConfig: as Gemma 2 but no soft caps by default, and
 		// rope_local_base_freq 10000 for the sliding_attention layers
 		// (every layer but each sliding_window_pattern-th, default 6).
@@ -279,6 +311,10 @@ func readSettings(cfg *checkpoint.Config) (settings, error) {
 		if act := str("hidden_activation"); act != "" && act != "gelu_pytorch_tanh" {
 			return s, fmt.Errorf("oracle: gemma3_text hidden_activation %q", act)
 		}
+		if s.modelType == "gemma3" && s.finalCap != 0 {
+			// Gemma3ForConditionalGeneration.forward: lm_head(hidden), no cap.
+			return s, fmt.Errorf("oracle: gemma3 with final_logit_softcapping")
+		}
 	}
 	bias := boolean("attention_bias", false)
 	if s.modelType == "llama" && boolean("mlp_bias", false) {
@@ -303,7 +339,7 @@ func (s *settings) layout(attentionBias bool) error {
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
 	case "gemma2": // Gemma2Attention: bias=config.attention_bias on q, k, v, o
 		s.qkvBias, s.oBias = attentionBias, attentionBias
-	case "gemma3_text": // Gemma3Attention: the same plus q_norm, k_norm
+	case "gemma3_text", "gemma3": // Gemma3Attention: the same plus q_norm, k_norm
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true
 	case "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text": // Qwen3_5Attention
 		s.qkvBias, s.oBias, s.qkNorm = attentionBias, attentionBias, true

@@ -20,6 +20,7 @@ type g4settings struct {
 	full                                      []bool
 	slidingTheta, fullTheta, partial, factor  float64
 	finalCap                                  float64
+	prefix                                    string // "model.", or "model.language_model." (gemma4's text_config)
 	// enable_moe_block: every layer adds num_experts experts of width
 	// moe_intermediate_size, top_k_experts per token.
 	moe                     bool
@@ -30,6 +31,27 @@ type g4settings struct {
 // or null takes the dataclass default (None where the field is Optional).
 func readG4(cfg *checkpoint.Config) (*g4settings, error) {
 	raw := cfg.Raw
+	prefix, wrapperTie := "model.", true
+	if cfg.ModelType == "gemma4" {
+		// Gemma4Config: the decoder's keys under text_config (required:
+		// without it the default Gemma4TextConfig would be built), its
+		// modules under Gemma4Model.language_model; its own
+		// tie_word_embeddings (True) must agree with text_config's.
+		tc, ok := raw["text_config"]
+		if !ok || string(tc) == "null" {
+			return nil, fmt.Errorf("oracle: gemma4 without text_config")
+		}
+		if v, ok := raw["tie_word_embeddings"]; ok && string(v) != "null" {
+			if err := json.Unmarshal(v, &wrapperTie); err != nil {
+				return nil, fmt.Errorf("oracle: gemma4 tie_word_embeddings: %w", err)
+			}
+		}
+		var sub map[string]json.RawMessage
+		if err := json.Unmarshal(tc, &sub); err != nil {
+			return nil, fmt.Errorf("oracle: gemma4 text_config: %w", err)
+		}
+		raw, prefix = sub, "model.language_model."
+	}
 	num := func(key string, def float64) (float64, bool, error) {
 		v, ok := raw[key]
 		if !ok || string(v) == "null" {
@@ -76,7 +98,10 @@ func readG4(cfg *checkpoint.Config) (*g4settings, error) {
 		kEqV: getb("attention_k_eq_v", false), doubleWide: getb("use_double_wide_mlp", false),
 		ple: geti("hidden_size_per_layer_input", 0), pleVocab: geti("vocab_size_per_layer_input", 262144),
 		globalHeadDim: geti("global_head_dim", 0),
-		slidingTheta:  1e4, fullTheta: 1e6, partial: 0.25, factor: 1,
+		slidingTheta:  1e4, fullTheta: 1e6, partial: 0.25, factor: 1, prefix: prefix,
+	}
+	if cfg.ModelType == "gemma4" && s.tied != wrapperTie {
+		return nil, fmt.Errorf("oracle: gemma4 tie_word_embeddings: wrapper %v, text_config %v", wrapperTie, s.tied)
 	}
 	if _, ok := raw["hidden_size_per_layer_input"]; !ok {
 		s.ple = 256 // the dataclass default; null means none
@@ -201,7 +226,7 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 		}
 		return m, nil
 	}
-	emb, err := w("model.embed_tokens.weight", s.vocab, s.hidden)
+	emb, err := w(s.prefix+"embed_tokens.weight", s.vocab, s.hidden)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +246,7 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 	}
 	ls := make([]layer, s.layers)
 	for i := range ls {
-		p := fmt.Sprintf("model.layers.%d.", i)
+		p := fmt.Sprintf("%slayers.%d.", s.prefix, i)
 		l := &ls[i]
 		l.hd, l.kv, l.width = s.headDim, s.kvHeads, s.inter
 		if s.full[i] {
@@ -311,17 +336,17 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 	}
 	var pleTab, pleProj, pleNorm []float64
 	if s.ple > 0 {
-		if pleTab, err = w("model.embed_tokens_per_layer.weight", s.pleVocab, s.layers*s.ple); err != nil {
+		if pleTab, err = w(s.prefix+"embed_tokens_per_layer.weight", s.pleVocab, s.layers*s.ple); err != nil {
 			return nil, err
 		}
-		if pleProj, err = w("model.per_layer_model_projection.weight", s.layers*s.ple, s.hidden); err != nil {
+		if pleProj, err = w(s.prefix+"per_layer_model_projection.weight", s.layers*s.ple, s.hidden); err != nil {
 			return nil, err
 		}
-		if pleNorm, err = w("model.per_layer_projection_norm.weight", s.ple); err != nil {
+		if pleNorm, err = w(s.prefix+"per_layer_projection_norm.weight", s.ple); err != nil {
 			return nil, err
 		}
 	}
-	finalNorm, err := w("model.norm.weight", s.hidden)
+	finalNorm, err := w(s.prefix+"norm.weight", s.hidden)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ type Options struct {
 // the log-softmax of the logits at every position: lp[p][v] is
 // log P(next token = v | tokens[0..p]).
 func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) ([][]float64, error) {
-	if cfg != nil && cfg.ModelType == "gemma4_text" { // its own network: gemma4.go
+	if cfg != nil && (cfg.ModelType == "gemma4_text" || cfg.ModelType == "gemma4") { // its own network: gemma4.go
 		return g4LogProbs(cfg, get, tokens, opt)
 	}
 	if cfg != nil && cfg.Raw != nil && isQwen35(cfg.ModelType) {
@@ -137,6 +137,10 @@ type network struct {
 	gemma              bool
 	scoreScale         float64
 	scoreCap, logitCap float64
+	// prefix is the text decoder's module prefix: "model.", or
+	// "model.language_model." in a multimodal gemma3 checkpoint
+	// (Gemma3ForConditionalGeneration.model.language_model).
+	prefix string
 }
 
 func load(cfg *checkpoint.Config, get Getter) (*network, error) {
@@ -147,7 +151,10 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	n := &network{
 		vocab: st.vocab, hidden: st.hidden, heads: st.heads,
 		kvHeads: st.kvHeads, headDim: st.headDim, eps: st.eps, tied: st.tied, moe: st.moe,
-		gemma: st.gemma, scoreCap: st.attnCap, logitCap: st.finalCap,
+		gemma: st.gemma, scoreCap: st.attnCap, logitCap: st.finalCap, prefix: "model.",
+	}
+	if st.prefix != "" {
+		n.prefix = st.prefix
 	}
 	n.scoreScale = 1 / math.Sqrt(float64(st.headDim))
 	if st.queryScalar > 0 {
@@ -193,7 +200,7 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 		}
 		return data, nil
 	}
-	if n.embed, err = mat("model.embed_tokens.weight", n.vocab, n.hidden); err != nil {
+	if n.embed, err = mat(n.prefix+"embed_tokens.weight", n.vocab, n.hidden); err != nil {
 		return nil, err
 	}
 	if n.tied {
@@ -201,7 +208,7 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 	} else if n.head, err = mat("lm_head.weight", n.vocab, n.hidden); err != nil {
 		return nil, err
 	}
-	if n.finalNorm, err = vector("model.norm.weight", n.hidden); err != nil {
+	if n.finalNorm, err = vector(n.prefix+"norm.weight", n.hidden); err != nil {
 		return nil, err
 	}
 	qOut, kvOut, inter := n.heads*n.headDim, n.kvHeads*n.headDim, st.inter
@@ -210,7 +217,7 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 		b := &n.blocks[i]
 		b.window = st.windows[i]
 		b.local = st.local != nil && st.local[i]
-		pre := fmt.Sprintf("model.layers.%d.", i)
+		pre := fmt.Sprintf("%slayers.%d.", n.prefix, i)
 		steps := []func() error{
 			func() (e error) { b.inNorm, e = vector(pre+"input_layernorm.weight", n.hidden); return },
 			func() (e error) { b.o, e = linear(pre+"self_attn.o_proj", n.hidden, qOut); return },
@@ -679,7 +686,7 @@ func logSoftmax(x []float64) []float64 {
 // loadCacheScales reads every layer's KV cache scales (Options.KVCacheFP8).
 func (n *network) loadCacheScales(get Getter) error {
 	for i := range n.blocks {
-		attn := fmt.Sprintf("model.layers.%d.self_attn.", i)
+		attn := fmt.Sprintf("%slayers.%d.self_attn.", n.prefix, i)
 		var k, v []float64
 		for _, names := range [][2]string{{"k_scale", "v_scale"}, {"k_proj.k_scale", "v_proj.v_scale"}, {"k_proj.output_scale", "v_proj.output_scale"}, {"kv_scale", "kv_scale"}} {
 			kk, _, e1 := get(attn + names[0])

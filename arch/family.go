@@ -120,7 +120,7 @@ type FixtureShape struct {
 
 // Families returns every supported family, in the order of Names.
 func Families() []Family {
-	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text()}
+	return []Family{llama(), mistral(), qwen2(), qwen3(), qwen3MoE(), mixtral(), phi3(), gemma2(), gemma3Text(), qwen35(), qwen35MoE(), gemma4Text(), gptOss()}
 }
 
 // Names returns the supported model_type values.

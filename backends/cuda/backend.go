@@ -611,11 +611,17 @@ func (b *Backend) Close() error {
 // norms, tanh-gelu MLP, query_pre_attn_scalar, local RoPE and soft-capping
 // have their kernels (kernels/gemma.cu, issue 14), qwen3_5's Gated DeltaNet,
 // output gate, partial rotary and shared expert theirs (kernels/deltanet.cu).
-// gemma4_text is refused.
+// gemma4_text and gpt_oss are refused, as is YaRN RoPE in any family.
 func Supports(spec *arch.Spec) error {
 	var miss []string
 	if spec.Gemma4 != nil { // arch/gemma4.go; computed by the reference only
 		miss = append(miss, "Gemma 4's per-layer head sizes and key/value heads, KV sharing across layers, k = v attention with the weightless value norm, per-layer inputs (embed_tokens_per_layer), layer_scalar and proportional RoPE")
+	}
+	if spec.GptOss != nil { // arch/gpt_oss.go; computed by the reference only
+		miss = append(miss, "gpt-oss's attention sinks (self_attn.sinks), router bias with top-k-then-softmax routing, fused biased experts (mlp.experts.gate_up_proj / down_proj, MXFP4 _blocks/_scales) and the clamped SwiGLU (swiglu_limit, alpha 1.702, (up + 1)·glu)")
+	}
+	if rs := spec.Config.RopeScaling; rs != nil && rs.Type == "yarn" {
+		miss = append(miss, "YaRN RoPE (rope_scaling yarn: its inverse frequencies and attention factor)")
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))

@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -71,6 +72,11 @@ func TestSettingsMatchArch(t *testing.T) {
 			if spec.Gemma4 != nil { // gemma4_text: the oracle's own network (gemma4.go)
 				checked++
 				checkG4Settings(t, string(js), cfg, spec)
+				continue
+			}
+			if spec.GptOss != nil { // gpt_oss: the oracle's own network (gptoss.go)
+				checked++
+				checkGOSettings(t, string(js), cfg, spec)
 				continue
 			}
 			st, err := readSettings(cfg)
@@ -170,5 +176,41 @@ func checkG4Settings(t *testing.T, js string, cfg *checkpoint.Config, spec *arch
 		if w := spec.Window(i); (w == 0) != g.full[i] || (w != 0 && w != g.window) || g.source(i) != a.KVSource(i) {
 			t.Errorf("%s: layer %d: arch window %d, source %d; oracle full %v window %d source %d", js, i, w, a.KVSource(i), g.full[i], g.window, g.source(i))
 		}
+	}
+}
+
+// checkGOSettings compares the oracle's reading of a gpt_oss config with
+// arch's.
+func checkGOSettings(t *testing.T, js string, cfg *checkpoint.Config, spec *arch.Spec) {
+	t.Helper()
+	g, err := readGO(cfg)
+	if err != nil {
+		t.Errorf("%s: oracle: %v", js, err)
+		return
+	}
+	windows := make([]int, spec.Layers)
+	for i := range windows {
+		windows[i] = spec.Window(i)
+	}
+	freqs, scale, err := g.invFreq()
+	if err != nil {
+		t.Errorf("%s: oracle: %v", js, err)
+		return
+	}
+	wantFreqs := spec.RopeInvFreq()
+	for i := range freqs {
+		if d := math.Abs(freqs[i] - wantFreqs[i]); d > 1e-12*wantFreqs[i] {
+			t.Errorf("%s: inv_freq[%d]: oracle %v, arch %v", js, i, freqs[i], wantFreqs[i])
+		}
+	}
+	if ws := arch.RopeAttentionFactor(cfg.RopeScaling); math.Abs(scale-ws) > 1e-15 {
+		t.Errorf("%s: rope attention factor: oracle %v, arch %v", js, scale, ws)
+	}
+	got := []any{g.vocab, g.hidden, g.inter, g.layers, g.heads, g.kvHeads, g.headDim, g.eps, g.theta, g.tied, g.bias, g.bias,
+		g.experts, g.topK, g.windows, g.alpha, g.limit}
+	want := []any{spec.Vocab, spec.Hidden, spec.Intermediate, spec.Layers, spec.Heads, spec.KVHeads, spec.HeadDim, spec.Eps, cfg.RopeTheta, spec.TiedHead, spec.QKVBias, spec.OBias,
+		spec.MoE.Experts, spec.MoE.TopK, windows, spec.GptOss.Alpha, spec.GptOss.Limit}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\noracle %v\n  arch %v", js, got, want)
 	}
 }

@@ -214,3 +214,42 @@ func checkGOSettings(t *testing.T, js string, cfg *checkpoint.Config, spec *arch
 		t.Errorf("%s:\noracle %v\n  arch %v", js, got, want)
 	}
 }
+
+// TestGptOssRopeMatchesArch: the oracle's YaRN (and its defaults) against
+// arch's for gpt_oss configs: absent rope_scaling (GptOssConfig's yarn),
+// truncate true and false, explicit attention_factor, beta defaults (0 and
+// null mean 32 and 1), original_max_position_embeddings absent (then
+// max_position_embeddings), and rope_parameters with rope_theta.
+func TestGptOssRopeMatchesArch(t *testing.T) {
+	for _, rope := range []map[string]any{
+		nil,
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": false, "original_max_position_embeddings": 4096}},
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512}},
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 4.0, "beta_fast": 0, "beta_slow": nil, "attention_factor": 1.25, "truncate": true}},
+		{"rope_parameters": map[string]any{"rope_type": "yarn", "factor": 16.0, "rope_theta": 50000.0, "truncate": false}},
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 0.5, "original_max_position_embeddings": 64}},
+	} {
+		c := map[string]any{"model_type": "gpt_oss", "vocab_size": 40, "hidden_size": 64, "intermediate_size": 32,
+			"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+			"max_position_embeddings": 8192, "num_local_experts": 4, "num_experts_per_tok": 2}
+		for k, v := range rope {
+			c[k] = v
+		}
+		js, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := arch.ParseConfig(js, "config.json")
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		spec, err := arch.For(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		if cfg.RopeScaling == nil || cfg.RopeScaling.Type != "yarn" {
+			t.Fatalf("%s: rope %+v, want yarn", js, cfg.RopeScaling)
+		}
+		checkGOSettings(t, string(js), cfg, spec)
+	}
+}

@@ -47,19 +47,20 @@ type family struct {
 // a package variable, so that nothing can change how checkpoints decode).
 func families() []family {
 	return []family{
-		denseFamily(),       // dense.go
-		ctPackFamily(),      // ctpack.go: pack-quantized int
-		ctIntFamily(),       // ctint.go: int-quantized (W8A8) I8 codes
-		fp8Family(),         // fp8.go: float-quantized / naive-quantized FP8
-		nvfp4Family(),       // nvfp4.go
-		mxfp4Family(),       // mxfp4.go
-		gptqFamily(),        // gptq.go
-		awqFamily(),         // awq.go
-		fp8MethodFamily(),   // finegrainedfp8.go: quant_method fp8 (fine-grained block FP8, AutoFP8)
-		modelOptFamily(),    // modelopt.go: NVIDIA ModelOpt NVFP4 and FP8
-		bnbFamily(),         // bnb.go: bitsandbytes 4-bit NF4/FP4 (double quant) and LLM.int8
-		autoRoundFamily(),   // autoround.go: Intel AutoRound (GPTQ/AWQ/native packing)
-		mxfp4MethodFamily(), // gptoss.go: quant_method mxfp4 (gpt-oss's MXFP4 experts)
+		denseFamily(),     // dense.go
+		ctPackFamily(),    // ctpack.go: pack-quantized int
+		ctIntFamily(),     // ctint.go: int-quantized (W8A8) I8 codes
+		fp8Family(),       // fp8.go: float-quantized / naive-quantized FP8
+		nvfp4Family(),     // nvfp4.go
+		mxfp4Family(),     // mxfp4.go
+		gptqFamily(),      // gptq.go
+		awqFamily(),       // awq.go
+		fp8MethodFamily(), // finegrainedfp8.go: quant_method fp8 (fine-grained block FP8, AutoFP8)
+		modelOptFamily(),  // modelopt.go: NVIDIA ModelOpt NVFP4 and FP8
+		bnbFamily(),       // bnb.go: bitsandbytes 4-bit NF4/FP4 (double quant) and LLM.int8
+		autoRoundFamily(), // autoround.go: Intel AutoRound (GPTQ/AWQ/native packing)
+		// gptoss.go: quant_method mxfp4 (gpt-oss's MXFP4 experts)
+		mxfp4MethodFamily(),
 	}
 }
 

@@ -23,7 +23,7 @@ func newFixtureCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "fixture",
 		Usage:     "write a tiny deterministic model in Hugging Face layout (bigram-initialised on the demo text, or random)",
-		UsageText: "qppl fixture --arch " + strings.Join(fixtures.Architectures(), "|") + " [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
+		UsageText: "qppl fixture --arch " + strings.Join(fixtures.Architectures(), "|") + " [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram --mxfp4-experts]\n   qppl fixture --preset smollm2 --out DIR",
 		Before: func(c *cli.Context) error {
 			if c.Bool("list-archs") {
 				return nil
@@ -46,6 +46,7 @@ func newFixtureCmd() *cli.Command {
 			&cli.IntFlag{Name: "max-pos", Usage: "max_position_embeddings", DefaultText: "2048"},
 			&cli.StringFlag{Name: "dtype", Usage: "f32 or bf16", DefaultText: "f32"},
 			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (--tied=false to untie)", DefaultText: fixtureDefaultText(func(o fixtures.Options) string { return strconv.FormatBool(o.Tied) })},
+			&cli.BoolFlag{Name: "mxfp4-experts", Usage: "gpt_oss: store the experts as the published MXFP4 layout (mlp.experts.*_blocks/_scales, quantization_config quant_method mxfp4)"},
 			&cli.StringFlag{Name: "init", Usage: "random, or bigram: build the model to compute a bigram model of the demo text, for a realistic PPL and KL", DefaultText: "bigram when vocab ≤ 2048 and, for a tied head, intermediate ≥ hidden; random otherwise"},
 		},
 		Action: func(c *cli.Context) error {
@@ -138,6 +139,7 @@ func fixtureOptionsFrom(c *cli.Context) (fixtureOptions, error) {
 	if c.IsSet("tied") {
 		o.Tied = c.Bool("tied")
 	}
+	o.MXFP4Experts = c.Bool("mxfp4-experts")
 	if c.IsSet("init") {
 		o.Init = c.String("init")
 	} else if o.Vocab > 2048 || (o.Tied && (o.Hidden < 6 || o.Intermediate < o.Hidden)) {

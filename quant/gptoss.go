@@ -89,10 +89,23 @@ func (s *Scheme) OpenGptOssExperts(src Source, gateUpName, downName string, expe
 		if err != nil {
 			return nil, err
 		}
-		per := len(raw) / experts
+		// Each expert's slice [cols][rows], transposed once into the
+		// nn.Linear layout [rows][cols] of a Dense weight (the bytes as
+		// stored, moved).
+		sz := dtypeSize(string(ti.DType))
+		per := rows * cols * sz
+		tr := make([]byte, len(raw))
+		for e := 0; e < experts; e++ {
+			src, dst := raw[e*per:(e+1)*per], tr[e*per:(e+1)*per]
+			for c := 0; c < cols; c++ {
+				for r := 0; r < rows; r++ {
+					copy(dst[(r*cols+c)*sz:(r*cols+c+1)*sz], src[(c*rows+r)*sz:(c*rows+r+1)*sz])
+				}
+			}
+		}
 		out := make([]Linear, experts)
 		for e := range out {
-			x := &expertT{DType: string(ti.DType), Raw: raw[e*per : (e+1)*per]}
+			x := &Dense{DType: string(ti.DType), Raw: tr[e*per : (e+1)*per]}
 			x.Base = Base{Name: fmt.Sprintf("%s[%d]", name, e), Out: rows, In: cols, Fmt: strings.ToLower(string(ti.DType)),
 				Bytes: int64(per), FileName: ti.File}
 			out[e] = x
@@ -151,6 +164,16 @@ func openGptOssMX(t tensors, name string, experts, rows, cols int) ([]Linear, er
 		if b == 255 {
 			return nil, t.errf(sti, "element %d is the E8M0 NaN (0xFF)", i)
 		}
+		if b < 252 { // |code| ≤ 6 < 2^3: every product is below 2^128
+			continue
+		}
+		for k, c := range blocks[16*i : 16*i+16] {
+			for _, code := range []byte{c & 0xF, c >> 4} {
+				if v := math.Ldexp(DecodeE2M1(code), int(b)-127); math.Abs(v) >= 0x1p128 {
+					return nil, t.errf(bti, "group %d byte %d decodes to %v·2^%d, infinite in transformers' bfloat16 decode (convert_moe_packed_tensors)", i, k, DecodeE2M1(code), int(b)-127)
+				}
+			}
+		}
 	}
 	pb, ps := rows*g*16, rows*g
 	out := make([]Linear, experts)
@@ -158,72 +181,7 @@ func openGptOssMX(t tensors, name string, experts, rows, cols int) ([]Linear, er
 		m := &MXFP4{Packed: blocks[e*pb : (e+1)*pb], Scales: scales[e*ps : (e+1)*ps]}
 		m.Base = Base{Name: fmt.Sprintf("%s[%d]", name, e), Out: rows, In: cols, Fmt: "mxfp4",
 			Bytes: int64(pb + ps), FileName: bti.File}
-		out[e] = &gptOssMX{m}
+		out[e] = m
 	}
 	return out, nil
-}
-
-// gptOssMX is one expert of an MXFP4 gpt-oss layer: MXFP4's decode, with
-// the values transformers' bfloat16 decode makes infinite refused.
-type gptOssMX struct{ *MXFP4 }
-
-// Dequantize implements Linear.
-func (g *gptOssMX) Dequantize(dst []float64) error {
-	if err := g.checkDst(dst); err != nil {
-		return err
-	}
-	return g.DequantizeRows(0, g.Out, dst)
-}
-
-// DequantizeRows implements RowDequantizer.
-func (g *gptOssMX) DequantizeRows(r0, r1 int, dst []float64) error {
-	if err := g.MXFP4.DequantizeRows(r0, r1, dst); err != nil {
-		return err
-	}
-	for i, v := range dst {
-		if math.Abs(v) >= 0x1p128 {
-			return fmt.Errorf("quant: %s: %s: weight [%d][%d] = %v is infinite in transformers' bfloat16 decode (convert_moe_packed_tensors)",
-				g.FileName, g.Name, r0+i/g.In, i%g.In, v)
-		}
-	}
-	return nil
-}
-
-// expertT is one expert of a dense fused gpt-oss tensor: Raw holds its
-// slice [In][Out] as stored (for x @ W); the Linear is its transpose.
-type expertT struct {
-	Base
-	DType string
-	Raw   []byte
-}
-
-// Dequantize implements Linear.
-func (x *expertT) Dequantize(dst []float64) error {
-	if err := x.checkDst(dst); err != nil {
-		return err
-	}
-	return x.DequantizeRows(0, x.Out, dst)
-}
-
-// DequantizeRows implements RowDequantizer: rows [r0, r1) of the
-// transpose, from the stored columns [r0, r1) of each stored row.
-func (x *expertT) DequantizeRows(r0, r1 int, dst []float64) error {
-	if err := x.checkRows(r0, r1, dst); err != nil {
-		return err
-	}
-	sz := dtypeSize(x.DType)
-	n := r1 - r0
-	if sz == 0 || len(x.Raw) != sz*x.Out*x.In {
-		return fmt.Errorf("quant: %s: cannot decode %d bytes of %s", x.Name, len(x.Raw), x.DType)
-	}
-	col := make([]float64, n)
-	for i := 0; i < x.In; i++ {
-		if !decodeFloatsInto(x.DType, x.Raw[(i*x.Out+r0)*sz:(i*x.Out+r1)*sz], col) {
-			return fmt.Errorf("quant: %s: cannot decode %s", x.Name, x.DType)
-		}
-		for r, v := range col {
-			dst[r*x.In+i] = v
-		}
-	}
-	return x.checkFiniteRows(r0, dst)
 }

@@ -82,12 +82,18 @@ func TestGptOssMXFP4WorkedExample(t *testing.T) {
 	bad[1] = 127
 	bad[(1*rows+0)*2+1] = 254 // expert 1 row 0 group 1 holds -6 and +1: -6·2^127 overflows
 	src.add("l.down_proj_scales", "U8", []int{E, rows, 2}, bad)
-	_, down, err = s.OpenGptOssExperts(src, "l.gate_up_proj", "l.down_proj", E, rows, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := down[1].Dequantize(make([]float64, rows*cols)); err == nil || !strings.Contains(err.Error(), "infinite") {
+	if _, _, err := s.OpenGptOssExperts(src, "l.gate_up_proj", "l.down_proj", E, rows, cols); err == nil || !strings.Contains(err.Error(), "infinite") {
 		t.Errorf("-6·2^127: %v", err)
+	}
+	bad[(1*rows+0)*2+1] = 253 // -6·2^126 = -1.5·2^128: still infinite; scale 252 is fine
+	src.add("l.down_proj_scales", "U8", []int{E, rows, 2}, bad)
+	if _, _, err := s.OpenGptOssExperts(src, "l.gate_up_proj", "l.down_proj", E, rows, cols); err == nil || !strings.Contains(err.Error(), "infinite") {
+		t.Errorf("-6·2^126: %v", err)
+	}
+	bad[(1*rows+0)*2+1] = 252
+	src.add("l.down_proj_scales", "U8", []int{E, rows, 2}, bad)
+	if _, _, err := s.OpenGptOssExperts(src, "l.gate_up_proj", "l.down_proj", E, rows, cols); err != nil {
+		t.Errorf("-6·2^125 is finite in bf16: %v", err)
 	}
 }
 

@@ -68,8 +68,9 @@ func attnBuffers(T, H, D int, dt device.DType, capBytes int64) (operand, scores,
 }
 
 // attend computes ds.att[T][H][D] from ds.q, ds.k, ds.v (fp32, after RoPE),
-// with a sliding window of `window` keys (0: full causal attention).
-func (b *Backend) attend(ds *devState, T, window int) error {
+// with a sliding window of `window` keys (0: full causal attention) and
+// gpt-oss's per-head attention sinks [H] fp32 (0: none).
+func (b *Backend) attend(ds *devState, T, window int, sinks device.Ptr) error {
 	s := b.spec
 	H, KVH, D := s.Heads, s.KVHeads, s.HeadDim
 	d := ds.d
@@ -83,6 +84,9 @@ func (b *Backend) attend(ds *devState, T, window int) error {
 	if !ok {
 		if s.AttnSoftcap > 0 {
 			return fmt.Errorf("attention soft-capping needs a device with batched GEMMs (%s has none)", d.Name())
+		}
+		if sinks != 0 {
+			return fmt.Errorf("attention sinks need a device with batched GEMMs (%s has none)", d.Name())
 		}
 		return device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT, window)
 	}
@@ -113,7 +117,11 @@ func (b *Backend) attend(ds *devState, T, window int) error {
 					return err
 				}
 			}
-			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt, window); err != nil {
+			sk := sinks
+			if sk != 0 {
+				sk += device.Ptr(4 * h0) // the chunk's heads
+			}
+			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt, window, sk); err != nil {
 				return err
 			}
 			part := int64(rows) * int64(n) * es

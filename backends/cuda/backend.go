@@ -83,6 +83,11 @@ type layerDev struct {
 	// A_log and dt_bias [value heads], the gated norm's weight [value dim],
 	// all fp32; 0 in an attention layer.
 	conv, aLog, dtBias, gnorm device.Ptr
+	// gpt-oss (gptoss.go): the attention sinks [heads] and the experts'
+	// biases gate_up_proj_bias [E][2·I] and down_proj_bias [E][C], fp32
+	// (the experts themselves are experts[e][arch.ProjGateUp] and
+	// [arch.ProjDown]); 0 otherwise.
+	sinks, guBias, dnBias device.Ptr
 	arena                     device.Ptr // the one allocation holding all of the above (experts included)
 	fuse                      [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
 }
@@ -469,24 +474,25 @@ func (b *Backend) allocAct(ds *devState) error {
 	if inv == nil {
 		inv = b.spec.RopeInvFreq()
 	}
-	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T); err != nil {
+	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T, arch.RopeAttentionFactor(b.spec.Config.RopeScaling)); err != nil {
 		return err
 	}
 	if th := b.spec.LocalRopeTheta; th > 0 { // gemma3: rotary_emb_local, the default RoPE of base rope_local_base_freq
-		return b.ropeTables(ds.d, ds.cosL, ds.sinL, arch.RopeInvFreq(D, th, nil), T)
+		return b.ropeTables(ds.d, ds.cosL, ds.sinL, arch.RopeInvFreq(D, th, nil), T, 1)
 	}
 	return nil
 }
 
-// ropeTables uploads cos and sin of pos·inv[j] for positions [0, T)
-// (float64, rounded once to fp32).
-func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float64, T int) error {
+// ropeTables uploads cos and sin of pos·inv[j] for positions [0, T), times
+// the rope's attention scaling af (YaRN; 1 otherwise), in float64 rounded
+// once to fp32.
+func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float64, T int, af float64) error {
 	D := b.spec.HeadDim
 	cs, sn := make([]float32, T*D/2), make([]float32, T*D/2)
 	for p := 0; p < T; p++ {
 		for j := range inv { // D/2 frequencies, fewer with partial rotary (qwen3_5)
 			ang := float64(p) * inv[j]
-			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)), float32(math.Sin(ang))
+			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)*af), float32(math.Sin(ang)*af)
 		}
 	}
 	if err := d.CopyIn(cosP, f32Bytes(cs)); err != nil {
@@ -554,7 +560,7 @@ func (ds *devState) all() []device.Ptr {
 			ps = append(ps, l.arena)
 			continue
 		}
-		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32)
+		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32, l.sinks, l.guBias, l.dnBias)
 		ps = append(ps, l.bias[:]...)
 		for _, li := range l.lin {
 			if li != nil {
@@ -611,17 +617,15 @@ func (b *Backend) Close() error {
 // norms, tanh-gelu MLP, query_pre_attn_scalar, local RoPE and soft-capping
 // have their kernels (kernels/gemma.cu, issue 14), qwen3_5's Gated DeltaNet,
 // output gate, partial rotary and shared expert theirs (kernels/deltanet.cu).
-// gemma4_text and gpt_oss are refused, as is YaRN RoPE in any family.
+// gemma4_text is refused. gpt_oss runs (gptoss.go, kernels/gptoss.cu,
+// sinks in attn_softmax); YaRN's attention factor scales the RoPE tables.
 func Supports(spec *arch.Spec) error {
 	var miss []string
 	if spec.Gemma4 != nil { // arch/gemma4.go; computed by the reference only
 		miss = append(miss, "Gemma 4's per-layer head sizes and key/value heads, KV sharing across layers, k = v attention with the weightless value norm, per-layer inputs (embed_tokens_per_layer), layer_scalar and proportional RoPE")
 	}
-	if spec.GptOss != nil { // arch/gpt_oss.go; computed by the reference only
-		miss = append(miss, "gpt-oss's attention sinks (self_attn.sinks), router bias with top-k-then-softmax routing, fused biased experts (mlp.experts.gate_up_proj / down_proj, MXFP4 _blocks/_scales) and the clamped SwiGLU (swiglu_limit, alpha 1.702, (up + 1)·glu)")
-	}
-	if rs := spec.Config.RopeScaling; rs != nil && rs.Type == "yarn" {
-		miss = append(miss, "YaRN RoPE (rope_scaling yarn: its inverse frequencies and attention factor)")
+	if rs := spec.Config.RopeScaling; rs != nil && rs.Type == "yarn" && spec.LocalRopeTheta > 0 {
+		miss = append(miss, "YaRN RoPE beside a local RoPE")
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))

@@ -83,13 +83,14 @@ type layerDev struct {
 	// A_log and dt_bias [value heads], the gated norm's weight [value dim],
 	// all fp32; 0 in an attention layer.
 	conv, aLog, dtBias, gnorm device.Ptr
+	arena                     device.Ptr // the one allocation holding all of the above (experts included)
+	fuse                      [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
+
 	// gpt-oss (gptoss.go): the attention sinks [heads] and the experts'
 	// biases gate_up_proj_bias [E][2·I] and down_proj_bias [E][C], fp32
 	// (the experts themselves are experts[e][arch.ProjGateUp] and
 	// [arch.ProjDown]); 0 otherwise.
 	sinks, guBias, dnBias device.Ptr
-	arena                     device.Ptr // the one allocation holding all of the above (experts included)
-	fuse                      [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,

@@ -185,3 +185,39 @@ func openGptOssMX(t tensors, name string, experts, rows, cols int) ([]Linear, er
 	}
 	return out, nil
 }
+
+// gptOssExpertInfo returns the bits-per-weight entries of gpt-oss's fused
+// experts, which are not Linear modules: every decoder-layer tensor
+// mlp.experts.{gate_up,down}_proj (3-D, dense) or its _blocks and _scales
+// (MXFP4: 4.25 bits per weight), beside its _bias (the layout only gpt-oss
+// has). Out is experts·rows, In the input width; Bytes excludes the bias.
+func gptOssExpertInfo(src Source) []ModuleInfo {
+	var out []ModuleInfo
+	for _, name := range src.Names() {
+		layer := layerOf(name)
+		if layer < 0 {
+			continue
+		}
+		for _, p := range []string{".mlp.experts.gate_up_proj", ".mlp.experts.down_proj"} {
+			mod, ok := strings.CutSuffix(name, p+"_bias")
+			if !ok {
+				continue
+			}
+			mod += p
+			mi := ModuleInfo{Module: mod, Layer: layer}
+			if ti, ok := src.Tensor(mod); ok && len(ti.Shape) == 3 {
+				mi.Format, mi.Out, mi.In, mi.Bytes = strings.ToLower(string(ti.DType)), ti.Shape[0]*ti.Shape[2], ti.Shape[1], ti.Size
+			} else if bi, ok := src.Tensor(mod + "_blocks"); ok && len(bi.Shape) == 4 {
+				si, _ := src.Tensor(mod + "_scales")
+				mi.Format, mi.Out, mi.In, mi.Bytes = "mxfp4", bi.Shape[0]*bi.Shape[1], bi.Shape[2]*32, bi.Size+si.Size
+			} else {
+				continue
+			}
+			if mi.Out*mi.In > 0 {
+				mi.BPW = float64(mi.Bytes) * 8 / float64(mi.Out*mi.In)
+			}
+			out = append(out, mi)
+		}
+	}
+	return out
+}

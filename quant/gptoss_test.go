@@ -139,3 +139,38 @@ func TestGptOssDenseExpertsTransposed(t *testing.T) {
 		t.Errorf("wrong hidden: %v", err)
 	}
 }
+
+// TestGptOssExpertsBPW: the fused experts count in the decoder's bits per
+// weight as compare_q counts every weight (MXFP4: 16 bytes of codes and one
+// scale byte per 32 weights, 4.25 bits; the biases excluded), beside the
+// Linears.
+func TestGptOssExpertsBPW(t *testing.T) {
+	const E, rows, cols = 4, 8, 64
+	src := newMem().
+		add("model.layers.0.mlp.experts.down_proj_blocks", "U8", []int{E, rows, cols / 32, 16}, make([]byte, E*rows*cols/2)).
+		add("model.layers.0.mlp.experts.down_proj_scales", "U8", []int{E, rows, cols / 32}, make([]byte, E*rows*cols/32)).
+		add("model.layers.0.mlp.experts.down_proj_bias", "BF16", []int{E, rows}, make([]byte, 2*E*rows)).
+		add("model.layers.0.mlp.experts.gate_up_proj", "BF16", []int{E, rows, 2 * cols}, make([]byte, 2*E*rows*2*cols)).
+		add("model.layers.0.mlp.experts.gate_up_proj_bias", "BF16", []int{E, 2 * cols}, make([]byte, 2*E*2*cols)).
+		add("model.layers.0.self_attn.q_proj.weight", "BF16", []int{32, 8}, make([]byte, 2*32*8))
+	r, err := (&Scheme{Method: MethodMXFP4}).InspectSource(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range r.Modules {
+		got[m.Module] = m.BPW
+	}
+	want := map[string]float64{"model.layers.0.mlp.experts.down_proj": 4.25, "model.layers.0.mlp.experts.gate_up_proj": 16, "model.layers.0.self_attn.q_proj": 16}
+	if len(got) != len(want) {
+		t.Fatalf("modules %v, want %v", got, want)
+	}
+	for m, w := range want {
+		if got[m] != w {
+			t.Errorf("%s: %v bpw, want %v", m, got[m], w)
+		}
+	}
+	if w := int64(E*rows*cols + E*2*cols*rows + 32*8); r.LayerWeights != w {
+		t.Errorf("layer weights %d, want %d", r.LayerWeights, w)
+	}
+}

@@ -146,6 +146,15 @@ func (s *Scheme) InspectSource(src Source, tied bool) (*Report, error) {
 		}
 		r.Modules = append(r.Modules, mi)
 	}
+	for _, mi := range gptOssExpertInfo(src) { // fused experts are not Linears (gptoss.go)
+		r.LayerBytes += mi.Bytes
+		r.LayerWeights += int64(mi.Out) * int64(mi.In)
+		if !formats[mi.Format] {
+			formats[mi.Format] = true
+			fmts = append(fmts, mi.Format)
+		}
+		r.Modules = append(r.Modules, mi)
+	}
 	if r.Head == "" && tied {
 		const emb = "model.embed_tokens.weight"
 		if ti, ok := src.Tensor(emb); ok && len(ti.Shape) == 2 {

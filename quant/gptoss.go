@@ -221,3 +221,11 @@ func gptOssExpertInfo(src Source) []ModuleInfo {
 	}
 	return out
 }
+
+// isGptOssExperts reports gpt-oss's fused expert layout ([E, in, out] for
+// x @ W, interleaved gate/up, with a _bias beside each tensor), which
+// OpenGptOssExperts reads, not the per-expert slicing of fused.go.
+func isGptOssExperts(src Source, tensor string) bool {
+	_, ok := src.Tensor(tensor + "_bias")
+	return ok
+}

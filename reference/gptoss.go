@@ -2,10 +2,9 @@ package reference
 
 import (
 	"fmt"
-	"sort"
-
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/detmath"
+	"github.com/qppl/qppl/internal/torchtopk"
 	"github.com/qppl/qppl/quant"
 )
 
@@ -75,8 +74,7 @@ func (m *model) bindGptOss(src source, vec func(string, int) ([]float64, error))
 // GptOssExperts) of the normed rows ws.h into ws.proj:
 //
 //	logits = h·W_routerᵀ + b_router
-//	S = the TopK largest logits (ties: lower expert index first, as
-//	    torch.topk; see arch/qwen3_moe.go)
+//	S = the TopK largest logits (ties as torch.topk: internal/torchtopk)
 //	w = softmax over the logits of S (topk first, then softmax)
 //	gate_e, up_e = the even and odd columns of h·gate_upᵀ + b_gate_up
 //	a_e = (clamp(up_e, −limit, limit) + 1) · g·sigmoid(alpha·g), g = min(gate_e, limit)
@@ -98,14 +96,10 @@ func (m *model) gptOssMixture(ws *workspace, l *layerWeights, T int, probeRouter
 		w   float64
 	}
 	routes := make([][]route, E)
-	order := make([]int, E)
 	p := make([]float64, k)
 	for t := 0; t < T; t++ {
 		row := logits[t*E : (t+1)*E]
-		for e := range order {
-			order[e] = e
-		}
-		sort.SliceStable(order, func(a, b int) bool { return row[order[a]] > row[order[b]] })
+		order := torchtopk.Indices(row, k) // descending, ties as torch.topk
 		mx := row[order[0]]
 		var sum float64
 		for j, e := range order[:k] {

@@ -628,6 +628,9 @@ func Supports(spec *arch.Spec) error {
 	if rs := spec.Config.RopeScaling; rs != nil && rs.Type == "yarn" && spec.LocalRopeTheta > 0 {
 		miss = append(miss, "YaRN RoPE beside a local RoPE")
 	}
+	if spec.Gemma4 != nil && spec.MoE != nil { // arch/gemma4.go, reference/gemma4.go gemma4Experts
+		miss = append(miss, "Gemma 4's mixture of experts (router on the residual with router.scale and per_expert_scale, gelu-tanh experts on pre_feedforward_layernorm_2 beside the dense MLP, post_feedforward_layernorm_1/_2)")
+	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))
 	}

@@ -3,12 +3,11 @@ package cuda
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
-	"sort"
-
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/internal/torchtopk"
 	"github.com/qppl/qppl/quant"
+	"math"
 )
 
 // gptOssSource is a source that can open gpt-oss's fused experts.
@@ -59,14 +58,12 @@ func (b *Backend) gptOssMixture(ds *devState, lw *layerDev, T int, probeRouter f
 	}
 	routes := make([][]route, E)
 	logit := make([]float64, E)
-	order := make([]int, E)
 	p := make([]float64, k)
 	for t := 0; t < T; t++ {
 		for e := range logit {
 			logit[e] = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*(t*E+e):])))
-			order[e] = e
 		}
-		sort.SliceStable(order, func(a, c int) bool { return logit[order[a]] > logit[order[c]] })
+		order := torchtopk.Indices(logit, k) // descending, ties as torch.topk
 		mx := logit[order[0]]
 		var sum float64
 		for j, e := range order[:k] {

@@ -371,12 +371,7 @@ func goLogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 			return nil, err
 		}
 		for t := range x {
-			idx := make([]int, E)
-			for e := range idx {
-				idx[e] = e
-			}
-			sort.SliceStable(idx, func(a, b int) bool { return logits[t][idx[a]] > logits[t][idx[b]] })
-			sel := idx[:s.topK]
+			sel := torchTopK(logits[t], s.topK)
 			top := logits[t][sel[0]]
 			var z float64
 			for _, e := range sel {

@@ -414,7 +414,7 @@ func gemma4FixtureConfig(s FixtureShape) map[string]any {
 		"sliding_window": 32, "layer_types": types, "final_logit_softcapping": 30.0,
 		"global_head_dim": 32, "num_global_key_value_heads": 1, "attention_k_eq_v": true,
 		"num_kv_shared_layers": shared, "use_double_wide_mlp": true,
-		"hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": s.Vocab,
+		"hidden_size_per_layer_input": 32, "vocab_size_per_layer_input": s.Vocab,
 		"rope_parameters": map[string]any{
 			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 10000.0},
 			"full_attention":    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},

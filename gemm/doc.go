@@ -20,7 +20,12 @@
 // kernel (make arm64-check runs them on arm64 under qemu); QPPL_NOASM=1
 // forces the fallback at run time and QPPL_GEMM_KERNEL names a kernel
 // (e.g. avx2 on an AVX-512 machine). The AVX-512 kernel is offered only
-// after it reproduced the Go kernel bit for bit on a small product.
+// after it reproduced the Go kernel bit for bit on small products;
+// Unverified names a kernel that failed (tests fail then). It is the
+// default where offered: on AMD Zen 4, whose 512-bit FMAs take two passes
+// through 256-bit pipes, it runs the forward as fast as AVX2 (×1.02 in
+// CPU time, docs/reference.md), and on a 512-bit datapath it has twice the
+// FMA width.
 //
 // # Layout
 //

@@ -44,11 +44,37 @@ const (
 	KernelEnv = "QPPL_GEMM_KERNEL"
 )
 
-// Kernels lists the kernels that run on this CPU, fallback first.
+// Kernels lists the kernels that run on this CPU, fallback first: every
+// assembly kernel its features support that passed its start-up bit-for-bit
+// check.
 func Kernels() []string {
 	ks := []string{KernelGo}
-	for _, k := range asmKernels() {
+	for _, k := range verifiedKernels() {
 		ks = append(ks, k.name)
+	}
+	return ks
+}
+
+// Unverified lists the assembly kernels this CPU's features support but
+// that failed their start-up bit-for-bit check against the Go kernel, so
+// are not offered (tests fail when it is not empty: a kernel must not
+// silently drop out).
+func Unverified() []string {
+	var ks []string
+	for _, k := range asmKernels() {
+		if !k.verified {
+			ks = append(ks, k.name)
+		}
+	}
+	return ks
+}
+
+func verifiedKernels() []asmKernel {
+	var ks []asmKernel
+	for _, k := range asmKernels() {
+		if k.verified {
+			ks = append(ks, k)
+		}
 	}
 	return ks
 }
@@ -93,12 +119,12 @@ func NewKernel(threads int, name string) (*Engine, error) {
 		e.name, e.kern = KernelGo, kernGo
 	case name == KernelAuto:
 		e.name, e.kern = KernelGo, kernGo
-		if ks := asmKernels(); len(ks) > 0 {
+		if ks := verifiedKernels(); len(ks) > 0 {
 			k := ks[len(ks)-1]
 			e.name, e.kern, e.wide = k.name, k.fn, k.wide
 		}
 	default:
-		for _, k := range asmKernels() {
+		for _, k := range verifiedKernels() {
 			if k.name == name {
 				e.name, e.kern, e.wide = k.name, k.fn, k.wide
 			}
@@ -209,8 +235,14 @@ func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 	// With B decoded by rows, the column blocks narrow instead (down to nr
 	// columns), so that every row of B is decoded exactly once.
 	nc := ncBlock
-	if rows != nil && (n+nc-1)/nc < 2*threads {
+	if blocks := (n + nc - 1) / nc; rows != nil && blocks < 2*threads {
 		nc = max(nr, ((n+2*threads-1)/(2*threads)+nr-1)/nr*nr)
+	} else if threads > 1 && blocks%threads != 0 && blocks < 8*threads {
+		// Few blocks that do not divide among the goroutines (576
+		// columns: 5 blocks on 2 threads, one idles for a fifth of the
+		// product): narrower blocks, a multiple of threads of them.
+		want := (blocks + threads - 1) / threads * threads
+		nc = max(nr, ((n+want-1)/want+nr-1)/nr*nr)
 	}
 	colBlocks := (n + nc - 1) / nc
 	chunks := 1

@@ -12,6 +12,6 @@ func kernNEON(k int, a, b, c []float64, ldc int, load bool) {
 }
 
 // asmKernels: NEON (Advanced SIMD) is part of every arm64 CPU.
-func asmKernels() []asmKernel { return []asmKernel{{name: KernelNEON, fn: kernNEON}} }
+func asmKernels() []asmKernel { return []asmKernel{{name: KernelNEON, fn: kernNEON, verified: true}} }
 
 func hasAVX512() bool { return false }

@@ -90,9 +90,12 @@ func wideAgrees(wide wideKernel) bool {
 }
 
 // asmKernel is an assembly micro-kernel the CPU supports: fn for single
-// tiles, and wide (nil if none) for widePanels tiles at once.
+// tiles, and wide (nil if none) for widePanels tiles at once. verified is
+// false when the kernel failed its start-up bit-for-bit check: it is then
+// never offered.
 type asmKernel struct {
-	name string
-	fn   kernel
-	wide wideKernel
+	name     string
+	fn       kernel
+	wide     wideKernel
+	verified bool
 }

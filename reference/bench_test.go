@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
 	"github.com/qppl/qppl/gemm"
+	"github.com/qppl/qppl/quant"
 )
 
 const benchModelEnv = "QPPL_WRITE_BENCH_MODEL"
@@ -121,6 +123,87 @@ func BenchmarkForward_SmolLM2Shaped_T512(b *testing.B) {
 	b.ReportMetric(100*flop/b.Elapsed().Seconds()/1e9/peak.GFLOPs(), "%peak")
 	b.ReportMetric(peakRSSMB(), "peakRSS_MB")
 	b.ReportMetric(load.Seconds(), "load_s")
+}
+
+// BenchmarkForwardKernels times the window of
+// BenchmarkForward_SmolLM2Shaped_T512 with every assembly gemm kernel of
+// this CPU (e.g. avx2 and avx512), interleaved (each round runs every
+// kernel once, so all see the same machine load), and reports each one's
+// median wall and CPU seconds and its speed relative to the first
+// assembly kernel: the figure behind the default kernel choice.
+func BenchmarkForwardKernels(b *testing.B) {
+	dir := os.Getenv("QPPL_BENCH_MODEL_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWriteBenchModel$", "-test.count=1")
+		cmd.Env = append(os.Environ(), benchModelEnv+"="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("generating the model: %v\n%s", err, out)
+		}
+	}
+	m, err := arch.OpenDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	scheme, err := quant.Parse(m.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ks := gemm.Kernels()[1:]
+	if len(ks) < 2 {
+		b.Skipf("kernels %v: nothing to compare", gemm.Kernels())
+	}
+	bes := make([]*Backend, len(ks))
+	for i, kn := range ks {
+		if bes[i], err = newBackendKernel(m.Config, checkpointSource{m: m, scheme: scheme}, 0, kn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	toks := make([]int32, 512)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range toks {
+		toks[i] = int32(r.IntN(m.Config.VocabSize))
+	}
+	w := backends.Window{Tokens: toks, First: 1}
+	wall := make([][]float64, len(ks))
+	cpu := make([][]float64, len(ks))
+	var first []float64
+	for i := 0; i < b.N; i++ {
+		for j, be := range bes {
+			c0, t0 := cpuSeconds(), time.Now()
+			sc, err := be.Score(context.Background(), w, backends.Request{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wall[j] = append(wall[j], time.Since(t0).Seconds())
+			cpu[j] = append(cpu[j], cpuSeconds()-c0)
+			if j == 0 {
+				first = sc.NLL
+			} else {
+				for p := range first {
+					if math.Float64bits(sc.NLL[p]) != math.Float64bits(first[p]) {
+						b.Fatalf("kernel %s: NLL[%d] = %v, %s %v", ks[j], p, sc.NLL[p], ks[0], first[p])
+					}
+				}
+			}
+		}
+	}
+	med := func(v []float64) float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	for j, kn := range ks {
+		b.ReportMetric(med(wall[j]), "wall_s_"+kn)
+		b.ReportMetric(med(cpu[j]), "cpu_s_"+kn)
+		if j > 0 {
+			b.ReportMetric(med(wall[0])/med(wall[j]), "x_wall_"+kn+"_vs_"+ks[0])
+			b.ReportMetric(med(cpu[0])/med(cpu[j]), "x_cpu_"+kn+"_vs_"+ks[0])
+		}
+	}
 }
 
 const moeBenchEnv = "QPPL_WRITE_MOE_BENCH_MODEL"

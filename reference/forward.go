@@ -29,14 +29,16 @@ type workspace struct {
 	moeIn    []float64      // [T][C] rows routed to one expert (MoE models only)
 	fused    []float64      // [T][max(H·D+2·KV·D, 2·I)] output of a fused projection (phi3 only)
 	moeOut   []float64      // [T][C] that expert's output
-	scores   [][]float64    // per attention worker: [attnBlock][T] one block's scores, then probabilities
+	scores   [][]float64    // per attention worker: [heads·attnBlock][T] one task's scores, then probabilities
+	attQ     [][]float64    // per attention worker: [heads·attnBlock][D] the task's query rows, stacked
+	attO     [][]float64    // per attention worker: [heads·attnBlock][D] the task's output rows, stacked
 	attMul   []*gemm.Engine // per attention worker: its single-goroutine products
 	cos, sin []float64      // [T][D/2] RoPE tables
 	cosL     []float64      // [T][D/2] local RoPE tables (gemma3 sliding layers)
 	sinL     []float64
 	w        []float64 // [out·in] decoded weight of the current Linear
 	head     []float64 // [V][C] decoded untied lm_head (nil when tied)
-	wblock   []float64 // [vocabBlock][C] decoded block of a tied head
+	wblock   []float64 // [vocabBlock][C] decoded block of a tied head (wholeDecode only)
 	logits   []float64 // [headChunk][V]
 	// qwen3_5: qg [T][2·H·D] the gated q_proj output, gate [T][H·D] its
 	// gate half; dn the Gated DeltaNet's buffers (nil otherwise).
@@ -88,13 +90,12 @@ func (ws *workspace) ensure(m *model, T int) {
 	}
 	if len(ws.scores) != max(1, m.threads) {
 		ws.scores = make([][]float64, max(1, m.threads))
+		ws.attQ = make([][]float64, len(ws.scores))
+		ws.attO = make([][]float64, len(ws.scores))
 		ws.attMul = make([]*gemm.Engine, len(ws.scores))
 		for i := range ws.attMul {
 			ws.attMul[i] = m.mul.Worker()
 		}
-	}
-	for i := range ws.scores {
-		ws.scores[i] = grow(ws.scores[i], min(T, attnBlock)*T)
 	}
 	ws.cos = grow(ws.cos, T*d.D/2)
 	ws.sin = grow(ws.sin, T*d.D/2)
@@ -104,7 +105,7 @@ func (ws *workspace) ensure(m *model, T int) {
 	}
 	ws.w = grow(ws.w, m.scratchSize())
 	ws.logits = grow(ws.logits, headChunk*d.V)
-	if m.head == nil {
+	if m.head == nil && m.wholeDecode {
 		ws.wblock = grow(ws.wblock, m.vocabBlock*d.C)
 	}
 }
@@ -136,10 +137,8 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 	}
 
 	// x = embed_tokens(input_ids)
-	for t, id := range ids {
-		if err := m.embed.Rows(int(id), int(id)+1, ws.x[t*d.C:(t+1)*d.C]); err != nil {
-			return fmt.Errorf("reference: %w", err)
-		}
+	if err := m.embedRows(ws.x, ids); err != nil {
+		return err
 	}
 	probe(-1, arch.SiteEmbed, ws.x, d.C) // embed_tokens' output, before gemma's scaling
 	if m.spec.EmbedScale {               // gemma: x · sqrt(hidden), in float64 (see arch/gemma2.go)
@@ -175,7 +174,7 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		l := &m.layers[li]
 
 		// Attention block.
-		rmsNorm(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
+		m.rmsNormRows(ws.h, ws.x, l.attnNorm, T, d.C, d.eps)
 		probe(li, arch.SiteAttnNorm, ws.h, d.C)
 		if l.delta != nil { // qwen3_5: a Gated DeltaNet layer
 			if err := m.deltaNet(ws, l, T); err != nil {
@@ -185,12 +184,10 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			return err
 		}
 		probe(li, arch.SiteAttnOut, ws.proj, d.C)
-		for i, v := range ws.proj[:T*d.C] {
-			ws.x[i] += v
-		}
+		m.addRows(ws.x, ws.proj, T, d.C)
 
 		// MLP block.
-		rmsNorm(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
+		m.rmsNormRows(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
 		probe(li, arch.SiteMLPNorm, ws.h, d.C)
 		if l.gptOss != nil {
 			if err := m.gptOssMixture(ws, l, T, func(logits []float64) { probe(li, arch.SiteRouter, logits, m.spec.MoE.Experts) }); err != nil {
@@ -219,14 +216,18 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 				}
 			} else {
 				// silu(g)·u = g/(1+exp(−g))·u, the exponentials computed as a vector.
-				e := ws.xin[:T*d.I]
-				for i, g := range ws.gate[:T*d.I] {
-					e[i] = -g
-				}
-				detmath.ExpTo(e, e)
-				for i, g := range ws.gate[:T*d.I] {
-					ws.gate[i] = g / (1 + e[i]) * ws.up[i]
-				}
+				m.parallelRows(T, d.I, func(t0, t1 int) {
+					lo, hi := t0*d.I, t1*d.I
+					e := ws.xin[lo:hi]
+					for i, g := range ws.gate[lo:hi] {
+						e[i] = -g
+					}
+					detmath.ExpTo(e, e)
+					up := ws.up[lo:hi]
+					for i, g := range ws.gate[lo:hi] {
+						ws.gate[lo+i] = g / (1 + e[i]) * up[i]
+					}
+				})
 			}
 			if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, d.I, ws.proj, d.C); err != nil {
 				return err
@@ -236,15 +237,13 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 			rmsNorm(ws.proj, ws.proj, l.postMLPNorm, T, d.C, d.eps)
 		}
 		probe(li, arch.SiteMLPOut, ws.proj, d.C)
-		for i, v := range ws.proj[:T*d.C] {
-			ws.x[i] += v
-		}
+		m.addRows(ws.x, ws.proj, T, d.C)
 		probe(li, arch.SiteLayerOut, ws.x, d.C)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rmsNorm(ws.h, ws.x, m.norm, T, d.C, d.eps)
+	m.rmsNormRows(ws.h, ws.x, m.norm, T, d.C, d.eps)
 	probe(-1, arch.SiteFinalNorm, ws.h, d.C)
 	return nil
 }
@@ -294,8 +293,11 @@ func (m *model) selfAttention(ws *workspace, l *layerWeights, li, T int, probe p
 	if m.spec.LocalRope(li) { // gemma3: sliding layers use rotary_emb_local
 		cos, sin = ws.cosL, ws.sinL
 	}
-	rope(ws.q, cos, sin, T, d.H, d.D, len(m.invFreq))
-	rope(ws.k, cos, sin, T, d.KV, d.D, len(m.invFreq))
+	m.parallelRows(T, (d.H+d.KV)*d.D, func(t0, t1 int) {
+		half := d.D / 2
+		rope(ws.q[t0*hd:], cos[t0*half:], sin[t0*half:], t1-t0, d.H, d.D, len(m.invFreq))
+		rope(ws.k[t0*kvd:], cos[t0*half:], sin[t0*half:], t1-t0, d.KV, d.D, len(m.invFreq))
+	})
 	probe(li, arch.SiteKCache, ws.k, kvd)
 	probe(li, arch.SiteVCache, ws.v, kvd)
 	if m.kvQuant { // the FP8 KV cache: K after RoPE (and k-norm), V as projected
@@ -354,6 +356,68 @@ func (m *model) linear(ws *workspace, l quant.Linear, bias []float64, in []float
 	return nil
 }
 
+// parallelWork is the number of elements (rows·width) below which
+// parallelRows runs on the calling goroutine.
+const parallelWork = 1 << 15
+
+// parallelRows calls fn over rows [0, rows) of width width, split into
+// contiguous ranges, one per goroutine (up to the model's threads). fn must
+// compute every row on its own, so the bits do not depend on the split.
+func (m *model) parallelRows(rows, width int, fn func(r0, r1 int)) {
+	workers := min(m.threads, rows)
+	if workers <= 1 || rows*width < parallelWork {
+		fn(0, rows)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		r0, r1 := rows*w/workers, rows*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(r0, r1)
+		}()
+	}
+	wg.Wait()
+}
+
+// rmsNormRows is rmsNorm over rows spread by parallelRows (dst may alias
+// x).
+func (m *model) rmsNormRows(dst, x, w []float64, rows, n int, eps float64) {
+	m.parallelRows(rows, n, func(r0, r1 int) {
+		rmsNorm(dst[r0*n:r1*n], x[r0*n:r1*n], w, r1-r0, n, eps)
+	})
+}
+
+// addRows adds src to dst over rows of width n: the residual connection.
+func (m *model) addRows(dst, src []float64, rows, n int) {
+	m.parallelRows(rows, n, func(r0, r1 int) {
+		d := dst[r0*n : r1*n]
+		for i, v := range src[r0*n : r1*n] {
+			d[i] += v
+		}
+	})
+}
+
+// embedRows decodes the embedding rows of ids into x ([len(ids)][C]),
+// positions spread by parallelRows.
+func (m *model) embedRows(x []float64, ids []int32) error {
+	C := m.dims.C
+	errs := make([]error, len(ids))
+	m.parallelRows(len(ids), C, func(t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			id := int(ids[t])
+			errs[t] = m.embed.Rows(id, id+1, x[t*C:(t+1)*C])
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
+	}
+	return nil
+}
+
 // geluTanh is gelu_pytorch_tanh: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))).
 func geluTanh(x float64) float64 {
 	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
@@ -403,10 +467,10 @@ const attnBlock = 64
 
 // attention computes causal grouped-query attention: for each query head h
 // (key/value head g = h/(H/KV)), att_h = softmax(q_h·k_gᵀ/sqrt(D), causal)·v_g.
-// The work is split into (head, block of attnBlock query rows) tasks that
+// The work is split into (heads, block of attnBlock query rows) tasks that
 // the workers take dynamically, the costliest (last) blocks first; each
-// worker has its own [attnBlock][T] score buffer and products. A task's
-// result does not depend on which worker computes it.
+// worker has its own score buffer and products. A task's result does not
+// depend on which worker computes it, nor on how many heads it stacks.
 func (m *model) attention(ws *workspace, T, window int, scale, softcap float64, sinks []float64) {
 	m.attentionDims(ws, T, window, scale, softcap, sinks, m.dims)
 }
@@ -415,15 +479,28 @@ func (m *model) attention(ws *workspace, T, window int, scale, softcap float64, 
 // (gemma4's layers differ).
 func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float64, sinks []float64, d dims) {
 	blocks := (T + attnBlock - 1) / attnBlock
-	tasks := d.H * blocks
-	run := func(w, t int) {
-		b, h := blocks-1-t/d.H, t%d.H
-		r0 := b * attnBlock
-		sink := math.Inf(-1)
-		if sinks != nil {
-			sink = sinks[h]
+	// A task stacks the query heads that share a key/value head into one
+	// q·kᵀ and one p·v product (their keys and values packed once, more
+	// rows for the micro-kernel), unless that leaves fewer than four tasks
+	// per worker: then a task is one head.
+	nh := d.H / d.KV
+	if d.KV*blocks < 4*len(ws.scores) {
+		nh = 1
+	}
+	units := d.H / nh
+	tasks := units * blocks
+	rows := min(T, attnBlock)
+	for w := range ws.scores {
+		ws.scores[w] = grow(ws.scores[w], nh*rows*T)
+		if nh > 1 {
+			ws.attQ[w] = grow(ws.attQ[w], nh*rows*d.D)
+			ws.attO[w] = grow(ws.attO[w], nh*rows*d.D)
 		}
-		attendBlock(ws, ws.attMul[w], ws.scores[w], h, r0, min(T, r0+attnBlock), T, window, scale, softcap, sink, d)
+	}
+	run := func(w, t int) {
+		b, u := blocks-1-t/units, t%units
+		r0 := b * attnBlock
+		attendBlock(ws, w, u*nh, nh, r0, min(T, r0+attnBlock), T, window, scale, softcap, sinks, d)
 	}
 	workers := min(len(ws.scores), tasks)
 	if workers <= 1 {
@@ -446,27 +523,45 @@ func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float
 	wg.Wait()
 }
 
-// attendBlock computes query rows [r0, r1) of head h of attention into
-// ws.att using scores (at least (r1-r0)·T values, row stride T) and the
-// worker's products mul. Keys outside the window get probability 0 (as
-// exp(-inf) would). Scores are q·k·scale (arch.Spec.AttnScale), then
-// cap·tanh(s/cap) when softcap > 0 (gemma2). sink is the head's attention
-// sink logit (gpt-oss's self_attn.sinks; -Inf: none): one more term
-// exp(sink) of the softmax's denominator, which no value is weighted by
-// (eager_attention_forward of modeling_gpt_oss.py).
-func attendBlock(ws *workspace, mul *gemm.Engine, scores []float64, h, r0, r1, T, window int, scale, softcap, sink float64, d dims) {
-	hd, kvd := d.H*d.D, d.KV*d.D
-	g := h / (d.H / d.KV)
+// attendBlock computes query rows [r0, r1) of heads [h0, h0+nh) (which
+// share one key/value head) of attention into ws.att with worker w's
+// buffers and products: q·kᵀ for the nh·(r1-r0) query rows (stacked head
+// by head when nh > 1) in one product, softmax per row, p·v in one
+// product. Keys outside the window get probability 0 (as exp(-inf)
+// would). Scores are q·k·scale (arch.Spec.AttnScale), then
+// cap·tanh(s/cap) when softcap > 0 (gemma2). sinks (nil: none) are
+// gpt-oss's per-head attention sink logits (self_attn.sinks): one more term
+// exp(sink) of each row's softmax denominator, which no value is weighted
+// by (eager_attention_forward of modeling_gpt_oss.py).
+func attendBlock(ws *workspace, w, h0, nh, r0, r1, T, window int, scale, softcap float64, sinks []float64, d dims) {
+	mul, scores := ws.attMul[w], ws.scores[w]
+	hd, kvd, D := d.H*d.D, d.KV*d.D, d.D
+	g := h0 / (d.H / d.KV)
 	n := r1 - r0
-	mul.MulNT(n, r1, d.D, ws.q[r0*hd+h*d.D:], hd, ws.k[g*d.D:], kvd, scores, T)
-	for i := r0; i < r1; i++ {
-		row := scores[(i-r0)*T : (i-r0)*T+r1]
+	a, lda := ws.q[r0*hd+h0*D:], hd
+	if nh > 1 {
+		a, lda = ws.attQ[w][:nh*n*D], D
+		for j := 0; j < nh; j++ {
+			for i := 0; i < n; i++ {
+				src := (r0+i)*hd + (h0+j)*D
+				copy(a[(j*n+i)*D:(j*n+i+1)*D], ws.q[src:src+D])
+			}
+		}
+	}
+	mul.MulNT(nh*n, r1, D, a, lda, ws.k[g*D:], kvd, scores, T)
+	for r := 0; r < nh*n; r++ {
+		i := r0 + r%n // the query position of stacked row r
+		row := scores[r*T : r*T+r1]
 		lo := 0
 		if window > 0 {
 			lo = max(0, i-window+1)
 		}
 		for j := 0; j < lo; j++ {
 			row[j] = 0
+		}
+		sink := math.Inf(-1)
+		if sinks != nil {
+			sink = sinks[h0+r/n] // the head of stacked row r
 		}
 		mx := sink
 		for j := lo; j <= i; j++ {
@@ -494,17 +589,29 @@ func attendBlock(ws *workspace, mul *gemm.Engine, scores []float64, h, r0, r1, T
 			row[j] = 0
 		}
 	}
-	mul.MulNN(n, d.D, r1, scores, T, ws.v[g*d.D:], kvd, ws.att[r0*hd+h*d.D:], hd)
+	if nh == 1 {
+		mul.MulNN(n, D, r1, scores, T, ws.v[g*D:], kvd, ws.att[r0*hd+h0*D:], hd)
+		return
+	}
+	out := ws.attO[w][:nh*n*D]
+	mul.MulNN(nh*n, D, r1, scores, T, ws.v[g*D:], kvd, out, D)
+	for j := 0; j < nh; j++ {
+		for i := 0; i < n; i++ {
+			dst := (r0+i)*hd + (h0+j)*D
+			copy(ws.att[dst:dst+D], out[(j*n+i)*D:(j*n+i+1)*D])
+		}
+	}
 }
 
 // headRows computes log-probabilities for positions [lo, hi) from the final
 // norm output in ws.h (fake-quantized first when an untied, quantized
 // lm_head has an input quantizer) and calls fn with each row (valid only during the
 // call). Positions go headChunk at a time; for each chunk the head weight is
-// applied in blocks of vocabBlock rows decoded from the embedding when the
-// head is tied, or decoded by rows into the product's panels when the untied
-// lm_head is a quant.RowDequantizer (so the [V][C] matrix is never held
-// whole); any other untied lm_head is decoded whole once per call.
+// decoded by rows into the product's panels, from the embedding when the
+// head is tied or from the untied lm_head when it is a
+// quant.RowDequantizer (so the [V][C] matrix is never held whole); any
+// other untied lm_head is decoded whole once per call. With wholeDecode
+// (tests) a tied head is decoded in blocks of vocabBlock rows instead.
 func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func(pos int, lp []float64) error) error {
 	d := m.dims
 	x := ws.h[:ws.T*d.C] // [T][C] head input
@@ -533,14 +640,21 @@ func (m *model) headRows(ctx context.Context, ws *workspace, lo, hi int, fn func
 			return err
 		}
 		n := min(headChunk, hi-r0)
-		if rowHead != nil {
+		switch {
+		case rowHead != nil:
 			// Decoded by blocks of rows into the product's panels, again
 			// for every chunk of positions: no [V][C] float64 copy.
 			if err := m.mul.MulNTRows(n, d.V, d.C, x[r0*d.C:], d.C, rowHead.DequantizeRows, ws.logits, d.V); err != nil {
 				return fmt.Errorf("reference: %s: %w", m.head.Module(), err)
 			}
+		case m.head == nil && !m.wholeDecode:
+			// Tied: the embedding's rows decoded the same way, by every
+			// goroutine of the product for the columns it computes.
+			if err := m.mul.MulNTRows(n, d.V, d.C, x[r0*d.C:], d.C, m.embed.Rows, ws.logits, d.V); err != nil {
+				return fmt.Errorf("reference: tied head: %w", err)
+			}
 		}
-		for v0 := 0; v0 < d.V && rowHead == nil; v0 += vb {
+		for v0 := 0; v0 < d.V && rowHead == nil && (m.head != nil || m.wholeDecode); v0 += vb {
 			v1 := min(v0+vb, d.V)
 			var w []float64
 			if m.head != nil {

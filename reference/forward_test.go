@@ -176,9 +176,9 @@ func TestMatchesOracle(t *testing.T) {
 			if d, p, v := maxAbsDiff(got, want); d > 1e-12 {
 				t.Errorf("max |reference - oracle| = %g at pos %d id %d", d, p, v)
 			}
-			// The head in vocabulary blocks of 10 rows (3 full blocks and a
-			// remainder of 7) gives the same log-probs.
-			b.m.vocabBlock = 10
+			// Decoding whole (a tied head in vocabulary blocks of 10 rows:
+			// 3 full blocks and a remainder of 7) gives the same log-probs.
+			b.m.vocabBlock, b.m.wholeDecode = 10, true
 			b.ws = workspace{}
 			if d, p, v := maxAbsDiff(allLogProbs(t, b, toks), want); d > 1e-12 {
 				t.Errorf("vocab blocks of 10: max |reference - oracle| = %g at pos %d id %d", d, p, v)

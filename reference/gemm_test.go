@@ -34,6 +34,20 @@ func bitsEqual(t *testing.T, what string, got, want [][]float64) {
 	}
 }
 
+// everyKernel returns every gemm kernel this CPU runs, the Go fallback
+// first, and fails when an assembly kernel that the CPU's features support
+// dropped out at its start-up bit-for-bit check: the bit tests below would
+// otherwise pass without ever running it.
+func everyKernel(t *testing.T) []string {
+	t.Helper()
+	if u := gemm.Unverified(); len(u) > 0 {
+		t.Fatalf("gemm kernels %v are supported by this CPU but failed their start-up check (offered: %v)", u, gemm.Kernels())
+	}
+	ks := gemm.Kernels()
+	t.Logf("gemm kernels compared: %v", ks)
+	return ks
+}
+
 // TestForwardBitIdenticalAcrossKernelsAndThreads: whole forward passes
 // (every log-prob of a 150-token window, GQA, qwen3 q/k norms, biases) give
 // the same bits with every gemm kernel this CPU runs (assembly and the Go
@@ -45,7 +59,7 @@ func TestForwardBitIdenticalAcrossKernelsAndThreads(t *testing.T) {
 	src := randomWeights(&cfg, 5)
 	toks := randomTokens(150, cfg.VocabSize, 6)
 	var want [][]float64
-	for _, kn := range gemm.Kernels() {
+	for _, kn := range everyKernel(t) {
 		for _, th := range []int{1, 2, 7} {
 			b, err := newBackendKernel(&cfg, src, th, kn)
 			if err != nil {
@@ -80,7 +94,7 @@ func TestTinyWT2MistralNLLBitIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []float64
-	for _, kn := range gemm.Kernels() {
+	for _, kn := range everyKernel(t) {
 		for _, th := range []int{1, 2, 7} {
 			b, err := newBackendKernel(m.Config, checkpointSource{m: m, scheme: scheme}, th, kn)
 			if err != nil {
@@ -146,9 +160,11 @@ func crossArch(t *testing.T, name string, bits []float64) {
 }
 
 // TestCrossArchBits hashes every log-prob of a synthetic window, KL
-// divergences between its positions, and the NLLs of a tiny-wt2-mistral window; with QPPL_CROSSARCH_DIR set, runs on
-// different GOARCHes must produce the same hashes (make arm64-check runs
-// the amd64 binary, then the arm64 one under qemu).
+// divergences between its positions, and the NLLs of a tiny-wt2-mistral
+// window, after checking that every gemm kernel of this CPU (Go fallback,
+// AVX2, AVX-512 / NEON) gives the same bits; with QPPL_CROSSARCH_DIR set,
+// runs on different GOARCHes must produce the same hashes (make
+// arm64-check runs the amd64 binary, then the arm64 one under qemu).
 func TestCrossArchBits(t *testing.T) {
 	cfg := *testConfigs()["qwen3-qknorm-headdim6"]
 	cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize, cfg.HeadDim = 64, 192, 300, 16
@@ -171,12 +187,22 @@ func TestCrossArchBits(t *testing.T) {
 			}
 		}
 	}
-	b, err := newBackend(&cfg, src, 2)
-	if err != nil {
-		t.Fatal(err)
+	// Every kernel this CPU runs must give the same bits; the hash then
+	// compares them with the other GOARCH's.
+	var rows [][]float64
+	for _, kn := range everyKernel(t) {
+		b, err := newBackendKernel(&cfg, src, 2, kn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := allLogProbs(t, b, randomTokens(100, cfg.VocabSize, 6))
+		if rows == nil {
+			rows = got
+			continue
+		}
+		bitsEqual(t, "synthetic log-probs, kernel "+kn, got, rows)
 	}
 	var all []float64
-	rows := allLogProbs(t, b, randomTokens(100, cfg.VocabSize, 6))
 	for _, row := range rows {
 		all = append(all, row...)
 	}
@@ -186,6 +212,7 @@ func TestCrossArchBits(t *testing.T) {
 	kls := make([]float64, len(rows)-1)
 	probs := make([]float64, cfg.VocabSize)
 	for i := range kls {
+		var err error
 		if kls[i], err = klDiv(rows[i], rows[i+1], probs); err != nil {
 			t.Fatal(err)
 		}
@@ -209,6 +236,21 @@ func TestCrossArchBits(t *testing.T) {
 	sc, err := tb.Score(context.Background(), backends.Window{Tokens: toks, First: 1}, backends.Request{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	scheme, err := quant.Parse(m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kn := range gemm.Kernels() {
+		b, err := newBackendKernel(m.Config, checkpointSource{m: m, scheme: scheme}, 2, kn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Score(context.Background(), backends.Window{Tokens: toks, First: 1}, backends.Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bitsEqual(t, "tiny-wt2-mistral NLL, kernel "+kn, [][]float64{got.NLL}, [][]float64{sc.NLL})
 	}
 	crossArch(t, "tiny-wt2-mistral-nll", sc.NLL)
 }

@@ -66,6 +66,17 @@ func TestGptOssAgainstOracle(t *testing.T) {
 			if d, p, v := maxAbsDiff(got, want); d > 1e-9 || p < 0 {
 				t.Errorf("max |reference - oracle| = %g at pos %d id %d", d, p, v)
 			}
+			// One thread: attention stacks the query heads of a key/value
+			// head into one product (each stacked row takes its own head's
+			// sink); the same bits as the per-head tasks.
+			one, err := New(m, Options{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer one.Close()
+			if !bitIdentical(allLogProbs(t, one, toks), got) {
+				t.Error("one thread (stacked heads) differs from the default threads")
+			}
 		})
 	}
 }

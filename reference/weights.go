@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
@@ -31,7 +32,9 @@ type source interface {
 // rowReader decodes blocks of rows of a dense [rows][cols] tensor.
 type rowReader interface {
 	Shape() (rows, cols int)
-	// Rows decodes rows [r0, r1) into dst (len (r1-r0)·cols).
+	// Rows decodes rows [r0, r1) into dst (len (r1-r0)·cols). Safe for
+	// concurrent use (a tied head's product calls it from every
+	// goroutine).
 	Rows(r0, r1 int, dst []float64) error
 }
 
@@ -94,7 +97,7 @@ type fileRows struct {
 	ti    checkpoint.TensorInfo
 	r     io.ReaderAt
 	esize int
-	buf   []byte // reused; the Backend serialises calls
+	bufs  sync.Pool // of *[]byte: read buffers, one per concurrent call
 }
 
 func (f *fileRows) Shape() (int, int) { return f.ti.Shape[0], f.ti.Shape[1] }
@@ -105,10 +108,13 @@ func (f *fileRows) Rows(r0, r1 int, dst []float64) error {
 		return fmt.Errorf("%s: tensor %q: rows [%d, %d) of %d into %d values", f.ti.File, f.ti.Name, r0, r1, rows, len(dst))
 	}
 	n := (r1 - r0) * cols * f.esize
-	if cap(f.buf) < n {
-		f.buf = make([]byte, n)
+	bp, _ := f.bufs.Get().(*[]byte)
+	if bp == nil || cap(*bp) < n {
+		bp = new([]byte)
+		*bp = make([]byte, n)
 	}
-	buf := f.buf[:n]
+	defer f.bufs.Put(bp)
+	buf := (*bp)[:n]
 	if got, err := f.r.ReadAt(buf, int64(r0*cols*f.esize)); got != n {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF

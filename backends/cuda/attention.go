@@ -71,8 +71,15 @@ func attnBuffers(T, H, D int, dt device.DType, capBytes int64) (operand, scores,
 // with a sliding window of `window` keys (0: full causal attention) and
 // gpt-oss's per-head attention sinks [H] fp32 (0: none).
 func (b *Backend) attend(ds *devState, T, window int, sinks device.Ptr) error {
+	return b.attendKV(ds, T, window, b.spec.KVHeads, b.spec.HeadDim, ds.k, ds.v, sinks)
+}
+
+// attendKV is attend with the layer's key/value heads KVH and head size D
+// and its keys and values at k, v [T][KVH][D] (gemma4: per-layer sizes,
+// another layer's keys and values when KV-shared).
+func (b *Backend) attendKV(ds *devState, T, window, KVH, D int, k, v, sinks device.Ptr) error {
 	s := b.spec
-	H, KVH, D := s.Heads, s.KVHeads, s.HeadDim
+	H := s.Heads
 	d := ds.d
 	// 1/sqrt(head_dim), or gemma's query_pre_attn_scalar**-0.5 (arch.For
 	// sets AttnScale; a Spec built by hand without it means the default).
@@ -88,11 +95,11 @@ func (b *Backend) attend(ds *devState, T, window int, sinks device.Ptr) error {
 		if sinks != 0 {
 			return fmt.Errorf("attention sinks need a device with batched GEMMs (%s has none)", d.Name())
 		}
-		return device.LaunchAttention(d, ds.att, ds.q, ds.k, ds.v, T, H, KVH, D, scale, b.gemmDT, window)
+		return device.LaunchAttention(d, ds.att, ds.q, k, v, T, H, KVH, D, scale, b.gemmDT, window)
 	}
 	dt := b.gemmDT
 	es := int64(dt.Size())
-	if err := device.LaunchAttnPrep(d, ds.qa, ds.ka, ds.va, ds.q, ds.k, ds.v, T, H, KVH, D, dt); err != nil {
+	if err := device.LaunchAttnPrep(d, ds.qa, ds.ka, ds.va, ds.q, k, v, T, H, KVH, D, dt); err != nil {
 		return err
 	}
 	R, hb := attnGeometry(T, H, dt, b.scoreCap())

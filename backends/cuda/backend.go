@@ -83,8 +83,17 @@ type layerDev struct {
 	// A_log and dt_bias [value heads], the gated norm's weight [value dim],
 	// all fp32; 0 in an attention layer.
 	conv, aLog, dtBias, gnorm device.Ptr
-	arena                     device.Ptr // the one allocation holding all of the above (experts included)
-	fuse                      [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
+	// Gemma 4: post_per_layer_input_norm (fp32; 0 without per-layer
+	// inputs) and layer_scalar (read on the host).
+	pleNorm device.Ptr
+	scalar  float32
+	// Gemma 4 MoE layers: router.scale · hidden^-½ as the router norm's
+	// weight, pre_feedforward_layernorm_2, post_feedforward_layernorm_1
+	// and _2 (fp32), router.per_expert_scale on the host.
+	routerW, preMoENorm, postMLPNorm1, postMoENorm device.Ptr
+	perExpert                                      []float64
+	arena                                          device.Ptr // the one allocation holding all of the above (experts included)
+	fuse                                           [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
 
 	// gpt-oss (gptoss.go): the attention sinks [heads] and the experts'
 	// biases gate_up_proj_bias [E][2·I] and down_proj_bias [E][C], fp32
@@ -128,7 +137,8 @@ type devState struct {
 	// lb and la [T][nv], state [nv·dv·dk].
 	qg, qgate                         device.Ptr
 	mixed, conv, z, core, lb, la, dst device.Ptr
-	active                            bool // holds per-window buffers
+	g4                                *gemma4Dev // gemma4_text (gemma4.go); nil otherwise
+	active                            bool       // holds per-window buffers
 }
 
 // New loads the model described by m onto devs (layers split in order by
@@ -180,16 +190,33 @@ func newBackend(cfg *checkpoint.Config, src source, devs []device.Device, opt Op
 	if err := Supports(spec); err != nil {
 		return nil, err
 	}
+	if spec.Gemma4 != nil {
+		if err := gemma4Check(spec, devs, nil); err != nil {
+			return nil, err
+		}
+	}
 	b := &Backend{opt: opt, spec: spec, gemmDT: gemmDT, invFreq: src.ropeInvFreq()}
+	in := planInput{layerBytes: make([]int64, spec.Layers)}
 	ld := &loader{src: src, spec: spec, gemmDT: gemmDT}
 	usage := src.track()
 	defer usage.Stop()
 	if b.kv, err = src.kvScales(spec, opt.KVCacheQuant); err != nil {
 		return nil, err
 	}
+	var g4h *gemma4Host
+	if spec.Gemma4 != nil {
+		if err := gemma4Check(spec, devs, b.kv); err != nil {
+			return nil, err
+		}
+		if g4h, err = ld.gemma4Host(); err != nil {
+			return nil, err
+		}
+		if h := g4h; h != nil && !h.proj.direct {
+			in.scratch = max(in.scratch, int64(h.proj.out)*int64(h.proj.in)*int64(gemmDT.Size()))
+		}
+	}
 
 	// Pass 1: sizes only (host copies are dropped).
-	in := planInput{layerBytes: make([]int64, spec.Layers)}
 	for i := 0; i < spec.Layers; i++ {
 		lb, sc, fz, err := ld.layerSize(i)
 		if err != nil {
@@ -205,7 +232,7 @@ func newBackend(cfg *checkpoint.Config, src source, devs []device.Device, opt Op
 	if err != nil {
 		return nil, err
 	}
-	in.embedBytes = int64(len(embRaw))
+	in.embedBytes = int64(len(embRaw)) + g4h.bytes() // gemma4: the per-layer-input weights live beside the embedding
 	head, headShared, err := ld.head(embRaw, embDT)
 	if err != nil {
 		return nil, err
@@ -310,6 +337,9 @@ func newBackend(cfg *checkpoint.Config, src source, devs []device.Device, opt Op
 		return nil, fmt.Errorf("cuda: %s: %w", spec.EmbedTensor(), err)
 	}
 	d0.embedDT = embDT
+	if err := b.gemma4Upload(d0, g4h); err != nil {
+		return nil, err
+	}
 	if headShared {
 		if b.headDev == 0 {
 			head.bufs = nil
@@ -384,6 +414,9 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 } {
 	s := b.spec
 	C, Q, KV, I, D := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.MLPWidth(), s.HeadDim
+	if s.Gemma4 != nil { // per-layer head sizes: the widest layer's
+		D, Q, KV = gemma4Dims(s)
+	}
 	t := int64(T)
 	ao, as, aw := attnBuffers(T, s.Heads, D, b.gemmDT, b.scoreCap())
 	bufs := []struct {
@@ -446,6 +479,9 @@ func (b *Backend) actBuffers(ds *devState, T int) []struct {
 			n int64
 		}{&ds.gu, t * int64(2*I) * 4})
 	}
+	if s.Gemma4 != nil {
+		bufs = append(bufs, b.gemma4Buffers(ds, T)...)
+	}
 	return bufs
 }
 
@@ -471,24 +507,26 @@ func (b *Backend) allocAct(ds *devState) error {
 		}
 		*a.p = p
 	}
+	if b.spec.Gemma4 != nil { // one table pair per layer type (gemma4.go)
+		return b.gemma4Tables(ds, T)
+	}
 	inv := b.invFreq
 	if inv == nil {
 		inv = b.spec.RopeInvFreq()
 	}
-	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T, arch.RopeAttentionFactor(b.spec.Config.RopeScaling)); err != nil {
+	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T, D, arch.RopeAttentionFactor(b.spec.Config.RopeScaling)); err != nil {
 		return err
 	}
 	if th := b.spec.LocalRopeTheta; th > 0 { // gemma3: rotary_emb_local, the default RoPE of base rope_local_base_freq
-		return b.ropeTables(ds.d, ds.cosL, ds.sinL, arch.RopeInvFreq(D, th, nil), T, 1)
+		return b.ropeTables(ds.d, ds.cosL, ds.sinL, arch.RopeInvFreq(D, th, nil), T, D, 1)
 	}
 	return nil
 }
 
-// ropeTables uploads cos and sin of pos·inv[j] for positions [0, T), times
-// the rope's attention scaling af (YaRN; 1 otherwise), in float64 rounded
-// once to fp32.
-func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float64, T int, af float64) error {
-	D := b.spec.HeadDim
+// ropeTables uploads cos and sin of pos·inv[j] for positions [0, T) and
+// head size D, times the rope's attention scaling af (YaRN; 1 otherwise),
+// in float64 rounded once to fp32.
+func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float64, T, D int, af float64) error {
 	cs, sn := make([]float32, T*D/2), make([]float32, T*D/2)
 	for p := 0; p < T; p++ {
 		for j := range inv { // D/2 frequencies, fewer with partial rotary (qwen3_5)
@@ -556,12 +594,14 @@ func (ds *devState) all() []device.Ptr {
 		ds.qa, ds.ka, ds.va, ds.scores, ds.weights, ds.qkv, ds.gu,
 		ds.qg, ds.qgate, ds.mixed, ds.conv, ds.z, ds.core, ds.lb, ds.la, ds.dst,
 		ds.embed, ds.finalNorm, ds.logits, ds.base, ds.targets, ds.nll, ds.kl, ds.top}
+	ps = append(ps, ds.g4.ptrs()...)
 	for _, l := range ds.layers {
 		if l.arena != 0 { // the layer's tensors are pieces of its arena
 			ps = append(ps, l.arena)
 			continue
 		}
-		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32, l.sinks, l.guBias, l.dnBias)
+		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32, l.pleNorm,
+			l.routerW, l.preMoENorm, l.postMLPNorm1, l.postMoENorm, l.sinks, l.guBias, l.dnBias)
 		ps = append(ps, l.bias[:]...)
 		for _, li := range l.lin {
 			if li != nil {
@@ -617,19 +657,15 @@ func (b *Backend) Close() error {
 // computed today: gemma's (1 + weight) norms, embedding scale, sandwich
 // norms, tanh-gelu MLP, query_pre_attn_scalar, local RoPE and soft-capping
 // have their kernels (kernels/gemma.cu, issue 14), qwen3_5's Gated DeltaNet,
-// output gate, partial rotary and shared expert theirs (kernels/deltanet.cu).
-// gemma4_text is refused. gpt_oss runs (gptoss.go, kernels/gptoss.cu,
-// sinks in attn_softmax); YaRN's attention factor scales the RoPE tables.
+// output gate, partial rotary and shared expert theirs (kernels/deltanet.cu),
+// gemma4_text's per-layer inputs theirs (kernels/gemma4.cu; its other
+// operations run on existing kernels, gemma4.go), gpt_oss's (gptoss.go,
+// kernels/gptoss.cu, sinks in attn_softmax); YaRN's attention factor
+// scales the RoPE tables.
 func Supports(spec *arch.Spec) error {
 	var miss []string
-	if spec.Gemma4 != nil { // arch/gemma4.go; computed by the reference only
-		miss = append(miss, "Gemma 4's per-layer head sizes and key/value heads, KV sharing across layers, k = v attention with the weightless value norm, per-layer inputs (embed_tokens_per_layer), layer_scalar and proportional RoPE")
-	}
 	if rs := spec.Config.RopeScaling; rs != nil && rs.Type == "yarn" && spec.LocalRopeTheta > 0 {
 		miss = append(miss, "YaRN RoPE beside a local RoPE")
-	}
-	if spec.Gemma4 != nil && spec.MoE != nil { // arch/gemma4.go, reference/gemma4.go gemma4Experts
-		miss = append(miss, "Gemma 4's mixture of experts (router on the residual with router.scale and per_expert_scale, gelu-tanh experts on pre_feedforward_layernorm_2 beside the dense MLP, post_feedforward_layernorm_1/_2)")
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))

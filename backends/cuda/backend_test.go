@@ -50,7 +50,8 @@ func openModel(t testing.TB, dir string) *checkpoint.Model {
 // cudaPending are the families whose operations the CUDA backend does not
 // compute yet (issue 14): New must refuse them (TestRefusesPending), and
 // the end-to-end tests run every other family.
-// They are the families Supports refuses (the suite model's spec).
+// They are the families Supports refuses (the suite model's spec): none
+// since gemma4_text (gemma4.go).
 func cudaPendingArchs(t *testing.T) map[string]bool {
 	out := map[string]bool{}
 	for _, a := range arch.Names() {
@@ -101,6 +102,9 @@ func TestRefusesPending(t *testing.T) {
 		case !cudaPending[a] && err != nil:
 			t.Errorf("%s: New: %v", a, err)
 		}
+	}
+	if cudaPending["gemma4_text"] { // issue 14: computed by gemma4.go
+		t.Error("Supports refuses gemma4_text")
 	}
 }
 

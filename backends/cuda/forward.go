@@ -108,6 +108,9 @@ func (b *Backend) linearInput(ds *devState, l *devLinear, in device.Ptr, rows in
 // on gemma3's sliding layers, query_pre_attn_scalar and soft-capped scores
 // (attention.go) and soft-capped logits (headChunk).
 func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) error {
+	if b.spec.Gemma4 != nil { // its own forward (gemma4.go)
+		return b.forwardGemma4(ctx, ids, probe)
+	}
 	s := b.spec
 	T, C, I := len(ids), s.Hidden, s.Intermediate
 	eps := float32(s.Eps)
@@ -402,6 +405,10 @@ func fitsElems(T, width int) bool { return int64(T)*int64(width) <= maxKernelEle
 // cannot index (e.g. 131,072 tokens × an intermediate size of 28,672).
 func checkElems(s *arch.Spec, T int) error {
 	widest := max(s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim, s.MLPWidth())
+	if g := s.Gemma4; g != nil { // per-layer head sizes, per-layer inputs [T][layers·P]
+		_, q, kv := gemma4Dims(s)
+		widest = max(widest, q, kv, s.Layers*g.PLE)
+	}
 	if n := int64(T) * int64(widest); n > maxKernelElems {
 		return fmt.Errorf("%d tokens × width %d = %d activations per buffer exceed the kernels' 32-bit indexing (%d); use a shorter context", T, widest, n, maxKernelElems)
 	}

@@ -55,26 +55,31 @@ func (s ggufSource) shape(name string) ([]int, bool) {
 // embedding returns token_embd as stored when it is F32/BF16/F16, else
 // its values decoded to fp32 (exact: ggml decodes to fp32).
 func (s ggufSource) embedding(spec *arch.Spec) ([]byte, device.DType, error) {
-	ti, raw, err := s.m.Raw(arch.EmbedName)
+	return s.table(arch.EmbedName, spec.Vocab, spec.Hidden)
+}
+
+// table is embedding for any 2-D tensor [rows][cols] (Hugging Face name).
+func (s ggufSource) table(name string, rows, cols int) ([]byte, device.DType, error) {
+	ti, raw, err := s.m.Raw(name)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cuda: %w", err)
 	}
-	if len(ti.Dims) != 2 || ti.Dims[0] != int64(spec.Hidden) || ti.Dims[1] != int64(spec.Vocab) {
-		return nil, 0, fmt.Errorf("cuda: %s: tensor %q has ne %v, want [%d %d]", ti.File, ti.Name, ti.Dims, spec.Hidden, spec.Vocab)
+	if len(ti.Dims) != 2 || ti.Dims[0] != int64(cols) || ti.Dims[1] != int64(rows) {
+		return nil, 0, fmt.Errorf("cuda: %s: tensor %q has ne %v, want [%d %d]", ti.File, ti.Name, ti.Dims, cols, rows)
 	}
 	if dt, ok := ggufFloatDType(ti.Type); ok {
 		return raw, dt, nil
 	}
-	r, err := s.m.Rows(arch.EmbedName)
+	r, err := s.m.Rows(name)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cuda: %w", err)
 	}
-	out := make([]byte, 0, 4*spec.Vocab*spec.Hidden)
+	out := make([]byte, 0, 4*rows*cols)
 	const chunk = 1024
-	buf := make([]float64, chunk*spec.Hidden)
-	for r0 := 0; r0 < spec.Vocab; r0 += chunk {
-		r1 := min(r0+chunk, spec.Vocab)
-		v := buf[:(r1-r0)*spec.Hidden]
+	buf := make([]float64, chunk*cols)
+	for r0 := 0; r0 < rows; r0 += chunk {
+		r1 := min(r0+chunk, rows)
+		v := buf[:(r1-r0)*cols]
 		if err := r.Rows(r0, r1, v); err != nil {
 			return nil, 0, fmt.Errorf("cuda: %w", err)
 		}

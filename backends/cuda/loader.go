@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/qppl/qppl/arch"
@@ -75,8 +77,8 @@ func (ld *loader) linear(al arch.Linear) (*hostLinear, error) {
 type vecSpec struct {
 	name string
 	n    int
-	dst  func(*layerDev) *device.Ptr
-	norm bool // an RMSNorm weight (gemma, qwen3_5: uploaded as 1 + weight)
+	dst  func(*layerDev) *device.Ptr // nil: a scalar kept on the host (gemma4's layer_scalar, layerDev.scalar)
+	norm bool                        // an RMSNorm weight (gemma, qwen3_5: uploaded as 1 + weight)
 	// shape, when set, replaces [n] (the conv1d weight [ConvDim, 1, kernel]).
 	shape []int
 }
@@ -89,8 +91,8 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 	all := []vecSpec{
 		{l.AttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.attnNorm }, true, nil},
 		{l.MLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.mlpNorm }, true, nil},
-		{l.QNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.qNorm }, true, nil},
-		{l.KNorm, s.HeadDim, func(lw *layerDev) *device.Ptr { return &lw.kNorm }, true, nil},
+		{l.QNorm, s.LayerHeadDim(i), func(lw *layerDev) *device.Ptr { return &lw.qNorm }, true, nil},
+		{l.KNorm, s.LayerHeadDim(i), func(lw *layerDev) *device.Ptr { return &lw.kNorm }, true, nil},
 		{l.PostAttnNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postAttnNorm }, true, nil},
 		{l.PostMLPNorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMLPNorm }, true, nil},
 	}
@@ -101,6 +103,17 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 			vecSpec{l.ALog, la.ValueHeads, func(lw *layerDev) *device.Ptr { return &lw.aLog }, false, nil},
 			vecSpec{l.DtBias, la.ValueHeads, func(lw *layerDev) *device.Ptr { return &lw.dtBias }, false, nil},
 			vecSpec{l.GatedNorm, la.ValueDim, func(lw *layerDev) *device.Ptr { return &lw.gnorm }, false, nil}) // Qwen3_5RMSNormGated: no offset
+	}
+	if s.Gemma4 != nil { // post_per_layer_input_norm ("" without per-layer inputs); layer_scalar [1] to the host
+		all = append(all, vecSpec{l.PLENorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.pleNorm }, true, nil},
+			vecSpec{l.LayerScalar, 1, nil, false, nil})
+		if s.Sparse(i) { // the MoE block's vectors (router.scale uploaded times hidden^-½: ld.routerScale)
+			all = append(all, vecSpec{l.RouterScale, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.routerW }, false, nil},
+				vecSpec{l.PerExpertScale, s.MoE.Experts, nil, false, nil},
+				vecSpec{l.PreMoENorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.preMoENorm }, true, nil},
+				vecSpec{l.PostMLPNorm1, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMLPNorm1 }, true, nil},
+				vecSpec{l.PostMoENorm, s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.postMoENorm }, true, nil})
+		}
 	}
 	for _, al := range s.LayerLinears(i) {
 		p := al.Proj
@@ -154,7 +167,7 @@ func (ld *loader) checkVecs() error {
 func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err error) {
 	var hs [arch.NumProj]*hostLinear // the dense linears by arch.Proj (fusion candidates)
 	for _, v := range ld.layerVecs(i) {
-		if v.name != "" {
+		if v.name != "" && v.dst != nil {
 			bytes += arenaBytes(int64(4 * v.n))
 		}
 	}
@@ -219,6 +232,9 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		if v.norm {
 			read = ld.norm
 		}
+		if ld.spec.Gemma4 != nil && v.name == ld.spec.Layer(i).RouterScale {
+			read = ld.routerScale
+		}
 		var b []byte
 		var err error
 		if v.shape != nil {
@@ -228,6 +244,16 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		}
 		if err != nil {
 			return lw, err
+		}
+		if v.dst == nil { // to the host: layer_scalar, or router.per_expert_scale
+			if v.n == 1 && v.name == ld.spec.Layer(i).LayerScalar {
+				lw.scalar = math.Float32frombits(binary.LittleEndian.Uint32(b))
+			} else {
+				for j := 0; j < v.n; j++ {
+					lw.perExpert = append(lw.perExpert, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))))
+				}
+			}
+			continue
 		}
 		if *v.dst(&lw), err = allocCopy(d, b); err != nil {
 			return lw, fmt.Errorf("cuda: %s: %w", v.name, err)

@@ -30,16 +30,32 @@ import (
 // per chosen expert): correct on every device, and a known cost on a GPU
 // until device-side gather/scatter kernels replace them.
 func (b *Backend) mixture(ds *devState, lw *layerDev, T int, probeRouter func(logits device.Ptr) error) error {
+	if err := b.routeExperts(ds, lw, T, ds.h, ds.h, ds.proj, nil, probeRouter); err != nil {
+		return err
+	}
+	if b.spec.MoE.SharedIntermediate > 0 {
+		return b.sharedExpert(ds, lw, T)
+	}
+	return nil
+}
+
+// routeExperts is mixture's routing and experts with the router's input
+// routerIn, the experts' input expertIn and the output out ([T][C] each):
+// the same rows for qwen3_moe and mixtral; for gemma4 the router reads its
+// own norm of the residual and the experts pre_feedforward_layernorm_2's,
+// and each routing weight (renormalised) is then multiplied by
+// scale[expert] (router.per_expert_scale; nil: none).
+func (b *Backend) routeExperts(ds *devState, lw *layerDev, T int, routerIn, expertIn, out device.Ptr, scale []float64, probeRouter func(logits device.Ptr) error) error {
 	s := b.spec
 	d := ds.d
 	C, E, k, W := s.Hidden, s.MoE.Experts, s.MoE.TopK, s.MoE.Intermediate
 	ds.xaCastOf = 0
 	if lw.router32 != 0 {
 		// fp32 routing: the normed rows and the router weight unrounded.
-		if err := d.Gemm(device.Gemm{M: T, N: E, K: C, A: ds.h, B: lw.router32, C: ds.gate, AType: device.F32, BType: device.F32}); err != nil {
+		if err := d.Gemm(device.Gemm{M: T, N: E, K: C, A: routerIn, B: lw.router32, C: ds.gate, AType: device.F32, BType: device.F32}); err != nil {
 			return fmt.Errorf("router: %w", err)
 		}
-	} else if err := b.linear(ds, lw.lin[arch.ProjRouter], ds.h, T, ds.gate, 0); err != nil {
+	} else if err := b.linear(ds, lw.lin[arch.ProjRouter], routerIn, T, ds.gate, 0); err != nil {
 		return err
 	}
 	if err := probeRouter(ds.gate); err != nil {
@@ -79,11 +95,14 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int, probeRouter func(lo
 			if s.MoE.NormTopK {
 				w /= top
 			}
+			if scale != nil {
+				w *= scale[e]
+			}
 			routes[e] = append(routes[e], route{t, float32(w)})
 		}
 	}
 	h := make([]byte, T*C*4)
-	if err := d.CopyOut(h, ds.h); err != nil {
+	if err := d.CopyOut(h, expertIn); err != nil {
 		return err
 	}
 	acc := make([]float32, T*C)
@@ -125,13 +144,7 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int, probeRouter func(lo
 		}
 	}
 	ds.xaCastOf = 0
-	if err := d.CopyIn(ds.proj, f32Bytes(acc)); err != nil {
-		return err
-	}
-	if s.MoE.SharedIntermediate > 0 {
-		return b.sharedExpert(ds, lw, T)
-	}
-	return nil
+	return d.CopyIn(out, f32Bytes(acc))
 }
 
 // sharedExpert adds qwen3_5_moe's shared expert to ds.proj:

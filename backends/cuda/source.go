@@ -26,6 +26,9 @@ type source interface {
 	// embedding returns the embedding table [V][C] as bytes of a kernel
 	// dtype holding its values exactly.
 	embedding(spec *arch.Spec) ([]byte, device.DType, error)
+	// table returns a dense 2-D tensor [rows][cols] as embedding does
+	// (gemma4's embed_tokens_per_layer and per_layer_model_projection).
+	table(name string, rows, cols int) ([]byte, device.DType, error)
 	// tiedHead returns the head of a tied model when it is not the
 	// embedding table as uploaded (a quantized GGUF token_embd: the head
 	// reads it packed); nil: the head is the embedding table.
@@ -71,21 +74,24 @@ func (s ckptSource) shape(name string) ([]int, bool) {
 // embedding returns the table's bytes as stored (F32/BF16/F16), or
 // decoded to F32 (F64 checkpoints).
 func (s ckptSource) embedding(spec *arch.Spec) ([]byte, device.DType, error) {
-	name := spec.EmbedTensor()
+	return s.table(spec.EmbedTensor(), spec.Vocab, spec.Hidden)
+}
+
+func (s ckptSource) table(name string, rows, cols int) ([]byte, device.DType, error) {
 	ti, ok := s.m.Tensor(name)
 	if !ok {
 		return nil, 0, fmt.Errorf("cuda: missing tensor %s", name)
 	}
-	if len(ti.Shape) != 2 || ti.Shape[0] != spec.Vocab || ti.Shape[1] != spec.Hidden {
-		return nil, 0, fmt.Errorf("cuda: %s: shape %v, want [%d %d]", name, ti.Shape, spec.Vocab, spec.Hidden)
+	if len(ti.Shape) != 2 || ti.Shape[0] != rows || ti.Shape[1] != cols {
+		return nil, 0, fmt.Errorf("cuda: %s: shape %v, want [%d %d]", name, ti.Shape, rows, cols)
 	}
 	if dt, ok := dtypeCode(string(ti.DType)); ok {
 		raw, err := s.m.ReadRaw(name)
 		if err != nil {
 			return nil, 0, fmt.Errorf("cuda: %w", err)
 		}
-		if len(raw) != spec.Vocab*spec.Hidden*dt.Size() {
-			return nil, 0, fmt.Errorf("cuda: %s: %d bytes, want %d", name, len(raw), spec.Vocab*spec.Hidden*dt.Size())
+		if len(raw) != rows*cols*dt.Size() {
+			return nil, 0, fmt.Errorf("cuda: %s: %d bytes, want %d", name, len(raw), rows*cols*dt.Size())
 		}
 		return raw, dt, nil
 	}

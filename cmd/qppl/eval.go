@@ -206,14 +206,18 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		defer base.Close()
 	}
 	// The model files' hash identifies the model in the result, the base
-	// store and the run directory (its path is information only).
-	modelHash, err := compare.ModelHash(dir)
-	if err != nil {
-		return err
-	}
+	// store and the run directory (its path is information only). It is
+	// computed while the backend loads the weights (it reads the same
+	// files, and a load is mostly single-threaded).
+	modelHash := hashInBackground(dir)
+	defer modelHash()
 	var save *compare.StoreWriter
 	if o.SaveLogits != "" {
-		if save, err = o.createStore(modelHash, klMode, data, m.Config.VocabSize, stderr); err != nil {
+		h, err := modelHash()
+		if err != nil {
+			return err
+		}
+		if save, err = o.createStore(h, klMode, data, m.Config.VocabSize, stderr); err != nil {
 			return err
 		}
 		defer save.Abort()
@@ -225,7 +229,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer be.Close()
-	id := o.identity(m, be.Info(), data, klMode, modelHash, shard, base, stderr)
+	hash, err := modelHash()
+	if err != nil {
+		return err
+	}
+	id := o.identity(m, be.Info(), data, klMode, hash, shard, base, stderr)
 	id.KVCacheQuant, id.KVCacheScheme = kvState, kvScheme
 	id.IgnoredTensors = m.ignoredTensors()
 	for _, g := range id.IgnoredTensors { // a vision tower: not evaluated, on purpose
@@ -257,6 +265,24 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return nil
 	}
 	return o.report(out, data, klMode, m.Config.VocabSize, stdout, stderr)
+}
+
+// hashInBackground starts compare.ModelHash(dir) on its own goroutine and
+// returns a function that waits for its result (callable any number of
+// times; the caller defers one call so that the goroutine never outlives
+// it).
+func hashInBackground(dir string) func() (string, error) {
+	var h string
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h, err = compare.ModelHash(dir)
+	}()
+	return func() (string, error) {
+		<-done
+		return h, err
+	}
 }
 
 // writeResultTo writes one result as indented JSON, atomically, or to

@@ -109,7 +109,7 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 		if sh.torch && !torchOK {
 			fmt.Printf("# %s: PyTorch anchor skipped: /usr/bin/python3 cannot import torch and numpy (apt-get install -y python3-torch python3-numpy)\n", sh.name)
 		}
-		var tq, tt, ratios, qcpu, tcpu, rss, fwdN, fwd1, qcpu1 []float64
+		var tq, tt, ratios, qcpu, tcpu, rss, fwdN, fwd1, qcpu1, outside []float64
 		for r := 0; r < repeats; r++ {
 			load0 := loadavg()
 			if doTorch {
@@ -124,6 +124,7 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 				return err
 			}
 			tq, qcpu, rss, fwdN = append(tq, wall), append(qcpu, cpu), append(rss, maxrss), append(fwdN, fwd)
+			outside = append(outside, wall-fwd)
 			_, cpu1, _, fwd1r, err := runQppl(qppl, dir, model, toks, n, 1)
 			if err != nil {
 				return err
@@ -143,8 +144,9 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 			fmt.Printf("%s/torch_f64_forward 1 %.0f ns/op %.2f tokens/s %.1f GFLOP/s %.1f %%peak %.2f process_cpu_s\n",
 				bench, median(tt)*1e9, float64(n)/median(tt), flop/median(tt)/1e9, 100*flop/median(tt)/1e9/peak.GFLOPs(), median(tcpu))
 		}
-		line := fmt.Sprintf("%s/qppl_eval_process 1 %.0f ns/op %.2f tokens/s %.1f GFLOP/s %.1f %%peak %.0f peakRSS_MB %.2f process_cpu_s",
-			bench, q*1e9, float64(n)/q, flop/q/1e9, 100*flop/q/1e9/peak.GFLOPs(), slices.Max(rss), median(qcpu))
+		line := fmt.Sprintf("%s/qppl_eval_process 1 %.0f ns/op %.2f tokens/s %.1f GFLOP/s %.1f %%peak %.0f peakRSS_MB %.0f packed_MB %.2f process_cpu_s %.2f outside_fwd_s %.1f fwd_%%peak",
+			bench, q*1e9, float64(n)/q, flop/q/1e9, 100*flop/q/1e9/peak.GFLOPs(), slices.Max(rss), packedMB(model), median(qcpu), median(outside),
+			100*flop/median(fwdN)/1e9/peak.GFLOPs())
 		if doTorch {
 			line += fmt.Sprintf(" %.2f x_torch", median(ratios))
 		}
@@ -158,6 +160,9 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 			bench, median(fwdN)*1e9, median(fwd1), median(fwdN), peak.Cores, sp, peak.Cores, sp/float64(peak.Cores), median(qcpu1), median(qcpu))
 	}
 	fmt.Println("# x_torch = torch float64 forward seconds / qppl whole-process seconds (median of interleaved pairs; > 1: qppl faster).")
+	fmt.Printf("# fwd_%%peak: the FLOP count over the forward, head and scoring seconds of the eval JSON, against the peak above.\n")
+	fmt.Println("# outside_fwd_s: whole-process wall seconds minus the forward, head and scoring (start-up, model hash, load, tokens, report).")
+	fmt.Println("# packed_MB: the checkpoint's weight files; peakRSS_MB should stay near packed + activations + logits + panels.")
 	fmt.Println("# process_cpu_s: CPU-seconds of the whole process (torch's runs the forward twice: warm-up and timed). Wall times and")
 	fmt.Println("# x_torch vary with the machine's load: compare runs on a quiet machine.")
 	fmt.Println("# speedup_N = forward seconds with GOMAXPROCS=1 / with N (median of interleaved pairs); per_core_efficiency = speedup/N (goal ≥ 0.8).")
@@ -305,6 +310,18 @@ func runQppl(qppl, dir, model, toks string, n, procs int) (wall, cpu, maxrssMB, 
 		return 0, 0, 0, 0, fmt.Errorf("%s: no timing", js)
 	}
 	return wall, cpuOf(cmd.ProcessState), float64(ru.Maxrss) / 1024, out.Timing.Seconds, nil
+}
+
+// packedMB is the size of the model's weight files (*.safetensors) in MB.
+func packedMB(dir string) float64 {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	var n int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return float64(n) / (1 << 20)
 }
 
 func cpuOf(ps *os.ProcessState) float64 { return (ps.UserTime() + ps.SystemTime()).Seconds() }

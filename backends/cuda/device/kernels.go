@@ -101,6 +101,8 @@ func Kernels() map[string]KernelInfo {
 		"sigmoid_add_rows": {"pppii", "deltanet"},
 		// gpt_oss (kernels/gptoss.cu)
 		KOssGlu: {"ppiff", "gptoss"},
+		// gemma4_text (kernels/gemma4.cu; wrapper in backends/cuda/gemma4.go)
+		"ple_combine": {"pppiiiff", "gemma4"},
 	}
 }
 

@@ -29,6 +29,7 @@
 #include "k_kvquant.h"
 #include "k_deltanet.h"
 #include "k_gptoss.h"
+#include "k_gemma4.h"
 
 template <typename T> static constexpr char sigchar() {
 	return std::is_pointer<T>::value ? 'p'
@@ -77,6 +78,8 @@ static const EmuKernel table[] = {
     K(sigmoid_mul, 0), K(rope_partial, 0), K(sigmoid_add_rows, 0),
     // gpt_oss (gptoss.cu)
     K(oss_glu, 0),
+    // gemma4_text (gemma4.cu)
+    K(ple_combine, 0),
 };
 
 extern "C" int emu_kernel_count(void) { return (int)(sizeof table / sizeof table[0]); }

@@ -1,0 +1,1 @@
+../kernels/gemma4.cu

@@ -1,0 +1,60 @@
+package reference
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/qppl/qppl/fixtures"
+	"github.com/qppl/qppl/gguf"
+)
+
+// TestGGUFRowDecode: the Linears of a GGUF file (llama, so q and k carry
+// llama.cpp's row interleave; tied and untied heads; F16 and the quantized
+// mixes Q8_0 and Q4_K_M) decode by rows straight into the product's
+// panels: no whole-Linear scratch buffer is allocated, every row range
+// gives Dequantize's bits, and every log-prob has the bits of the forward
+// pass that decodes each Linear whole (checkRowDecode).
+func TestGGUFRowDecode(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		o, err := fixtures.Defaults("llama")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Vocab, o.Init, o.Tied = 300, fixtures.InitRandom, tied
+		o.Config = map[string]any{"sliding_window": nil, "use_sliding_window": false}
+		dir := filepath.Join(t.TempDir(), "llama")
+		if err := fixtures.Write(dir, o); err != nil {
+			t.Fatal(err)
+		}
+		for _, ft := range []gguf.ConvertOptions{{Type: gguf.F16}, {FileType: "Q8_0"}, {FileType: "Q4_K_M"}} {
+			name := ft.FileType
+			if name == "" {
+				name = ft.Type.String()
+			}
+			t.Run(name+map[bool]string{false: "-untied", true: "-tied"}[tied], func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "model.gguf")
+				if err := gguf.ConvertFile(dir, path, ft); err != nil {
+					t.Fatal(err)
+				}
+				m, err := gguf.OpenModel(path, gguf.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				b, err := NewGGUF(m, Options{Threads: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s := b.m.scratchSize(); s != 0 {
+					t.Fatalf("whole-Linear scratch of %d values: a GGUF Linear does not decode by rows", s)
+				}
+				toks := randomTokens(70, o.Vocab, 5)
+				got := allLogProbs(t, b, toks)
+				if n := len(b.ws.w); n != 0 {
+					t.Fatalf("forward allocated a %d-value whole-Linear scratch", n)
+				}
+				checkRowDecode(t, b, got, toks)
+			})
+		}
+	}
+}

@@ -66,7 +66,7 @@ type TensorName struct {
 
 // archs lists every GGUF architecture package gguf reads and writes.
 func archs() []Arch {
-	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch()}
+	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch()}
 }
 
 // archNames returns the general.architecture values of archs.

@@ -99,7 +99,8 @@ func (ft FileType) tensorType(name string, ne0 int64, m mixModel) (ggml.Type, er
 		}
 	case name == "token_embd.weight":
 		// untied: the default type for these file types
-	case strings.HasSuffix(name, ".attn_v.weight"):
+	case strings.HasSuffix(name, ".attn_v.weight"), strings.HasSuffix(name, ".attn_qkv.weight"):
+		// category_is_attn_v: attn_v, and phi3's fused attn_qkv too
 		switch {
 		case (ft.Name == "IQ4_NL" || ft.Name == "IQ4_XS") && m.gqa >= 4:
 			t = ggml.Q5_K

@@ -78,6 +78,16 @@ func archNames() []string {
 	return out
 }
 
+// Architectures describes the GGUF architectures Convert writes, for
+// help texts: "llama (llama, mistral, mixtral), qwen2 (qwen2), ...".
+func Architectures() string {
+	var parts []string
+	for _, a := range archs() {
+		parts = append(parts, a.Name+" ("+strings.Join(a.ModelTypes, ", ")+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // lookupArch finds a declaration by general.architecture.
 func lookupArch(name string) (Arch, bool) {
 	as := archs()

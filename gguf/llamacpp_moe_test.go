@@ -65,8 +65,11 @@ func oracleNLL(t *testing.T, path string, ws []backends.Window) []float64 {
 // slice of the stacked tensor at a time) equals the independent oracle's
 // float64 forward of the weights as libggml's to_float dequantizes them,
 // to 1e-9 per token; llama.cpp's own NLL on the quantized file is logged
-// beside it (its CPU path quantizes activations: the gap is bounded
-// loosely, as in TestLlamaCppQuantizedTypes).
+// beside it (its CPU path quantizes activations). The gap is bounded
+// per token, not by PPL: a routing decision near a tie that llama.cpp's
+// rounding flips moves one token's NLL by O(1) (mixtral IQ4_XS: one token
+// by 2.7, PPL 12 % apart, while qppl = oracle to 1e-9); at most a tenth of
+// the tokens may move by more than 0.25.
 func TestLlamaCppQuantizedMoE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: quantizes to every llama.cpp type")
@@ -118,10 +121,20 @@ func TestLlamaCppQuantizedMoE(t *testing.T) {
 						t.Fatal(err)
 					}
 					l := flatten(lc)
-					t.Logf("%-8s bpw %.4f/%.4f %s %v: qppl PPL %.6f, llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g",
-						ft.Name, rep.BPWLayer, rep.BPWHead, rep.Format, shares(layers), ppl(got), ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
-					if !(math.Abs(ppl(l)-ppl(got))/ppl(got) < 0.05) {
-						t.Errorf("llama.cpp PPL %v vs qppl %v", ppl(l), ppl(got))
+					// Tokens whose NLL moved by more than 0.25: a routing
+					// decision that llama.cpp's quantized activations flip
+					// (a near tie at the k-th expert) moves one token's NLL
+					// by O(1); the others move by activation rounding only.
+					var far []int
+					for i := range got {
+						if math.Abs(got[i]-l[i]) > 0.25 {
+							far = append(far, i)
+						}
+					}
+					t.Logf("%-8s bpw %.4f/%.4f %s %v: qppl PPL %.6f, llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g, %d/%d tokens off by > 0.25 %v",
+						ft.Name, rep.BPWLayer, rep.BPWHead, rep.Format, shares(layers), ppl(got), ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l), len(far), len(got), far)
+					if len(far) > len(got)/10 {
+						t.Errorf("llama.cpp's NLL differs from qppl's by > 0.25 on %d of %d tokens", len(far), len(got))
 					}
 				})
 			}

@@ -180,3 +180,25 @@ func TestInspectMoE(t *testing.T) {
 	}
 	t.Logf("qwen3_moe Q8_0: decoder %.4f bpw (%d expert modules), head %.4f", r.BPWLayer, experts, r.BPWHead)
 }
+
+// TestPhi3SlidingWindow: phi3.attention.sliding_window is read as
+// transformers' sliding_window (the original model's attention; llama.cpp
+// disables Phi-3's window): a GGUF file whose key says 16 scores, on
+// 48-token windows, exactly the safetensors model with sliding_window 16,
+// and differs from the same file without the window.
+func TestPhi3SlidingWindow(t *testing.T) {
+	full := writeFixture(t, "phi3", nil)
+	windowed := writeFixture(t, "phi3", func(o *fixtures.Options) { o.Config["sliding_window"] = 16 })
+	f32 := convert(t, full, gguf.F32)
+	g := rewrite(t, f32, func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		return setKV(kvs, "phi3.attention.sliding_window", gguf.Uint32Value(16)), ts
+	})
+	ws := testWindows(512)
+	want, got, plain := safetensorsNLL(t, windowed, ws), ggufNLL(t, g, gguf.Options{}, ws), ggufNLL(t, f32, gguf.Options{}, ws)
+	if d := maxAbsDiff(got, want); d != 0 {
+		t.Errorf("GGUF with sliding_window 16 vs safetensors: max |ΔNLL| %g", d)
+	}
+	if d := maxAbsDiff(got, plain); !(d > 1e-3) {
+		t.Errorf("the window moves the NLL by only %g", d)
+	}
+}

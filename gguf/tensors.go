@@ -14,19 +14,68 @@ import (
 func (m *Model) lookupHF(hf string) (TensorInfo, *File, error) {
 	ti, f, err := m.peekHF(hf)
 	if err == nil {
-		m.mark(ti.Name)
+		tn, _ := m.hfName(hf)
+		m.mark(tn.GGUF)
 	}
 	return ti, f, err
 }
 
-// peekHF is lookupHF without marking (accounting, messages).
+// peekHF is lookupHF without marking (accounting, messages). For an
+// expert's weight it returns expert's slice of the stacked 3-D tensor as a
+// 2-D tensor of its own (expertSlice).
 func (m *Model) peekHF(hf string) (TensorInfo, *File, error) {
-	g := ggufName(hf)
-	ti, ok := m.tensors[g]
-	if g == "" || !ok {
+	tn, ok := m.hfName(hf)
+	ti, ok2 := m.tensors[tn.GGUF]
+	if !ok || !ok2 {
 		return TensorInfo{}, nil, fmt.Errorf("%s: no tensor for %q in the GGUF file", m.Path, hf)
 	}
-	return ti, m.owner[g], nil
+	if tn.Expert >= 0 {
+		var err error
+		if ti, err = expertSlice(ti, tn.Expert); err != nil {
+			return TensorInfo{}, nil, err
+		}
+	}
+	return ti, m.owner[tn.GGUF], nil
+}
+
+// expertSlice returns expert e's 2-D weight (ne [in, out]) of a stacked
+// tensor ne [in, out, experts] (llama.cpp's ffn_*_exps: the experts are
+// its outermost dimension, each a contiguous run of out rows of blocks),
+// named "<name>[e]" in messages.
+func expertSlice(ti TensorInfo, e int) (TensorInfo, error) {
+	if len(ti.Dims) != 3 || e < 0 || int64(e) >= ti.Dims[2] {
+		return TensorInfo{}, fmt.Errorf("%w: %s: tensor %q has ne %v: no expert %d", ErrFormat, ti.File, ti.Name, ti.Dims, e)
+	}
+	size, err := rowBytes(ti.Type, ti.Dims[0]*ti.Dims[1])
+	if err != nil {
+		return TensorInfo{}, fmt.Errorf("%w: %s: tensor %q: %v", ErrFormat, ti.File, ti.Name, err)
+	}
+	out := ti
+	out.Name = fmt.Sprintf("%s[%d]", ti.Name, e)
+	out.Dims = []int64{ti.Dims[0], ti.Dims[1]}
+	out.Offset += int64(e) * size
+	out.Size = size
+	return out, nil
+}
+
+// hfName returns the table entry of a Hugging Face tensor name.
+func (m *Model) hfName(hf string) (TensorName, bool) {
+	if m.table == nil {
+		return TensorName{}, false
+	}
+	tn, ok := m.table.byHF[hf]
+	return tn, ok
+}
+
+// GGUFName returns the GGUF tensor holding a Hugging Face tensor of the
+// model, and for an expert's weight its index in the stacked tensor (-1
+// otherwise); "" when the model has no such tensor.
+func (m *Model) GGUFName(hf string) (name string, expert int) {
+	tn, ok := m.hfName(hf)
+	if !ok {
+		return "", -1
+	}
+	return tn.GGUF, tn.Expert
 }
 
 // TensorByGGUFName returns a tensor by its GGUF name.
@@ -95,6 +144,9 @@ func (m *Model) Float64(hf string) ([]float64, []int, error) {
 	if err := m.decodeRange(ti, f, 0, ti.Numel(), dst); err != nil {
 		return nil, nil, err
 	}
+	if tn, _ := m.hfName(hf); tn.FromGGUF != nil {
+		tn.FromGGUF(dst)
+	}
 	return dst, shape, nil
 }
 
@@ -159,7 +211,7 @@ func (m *Model) Linear(module string) (quant.Linear, error) {
 		Base: quant.Base{Name: module, Out: int(ti.Dims[1]), In: int(ti.Dims[0]), Fmt: "gguf-" + strings.ToLower(ti.Type.String()), Bytes: ti.Size, FileName: ti.File},
 		m:    m, ti: ti, f: f,
 	}
-	if m.permuted {
+	if m.decl.PermuteQK {
 		switch {
 		case strings.HasSuffix(module, ".self_attn.q_proj"):
 			l.heads = m.Spec.Heads

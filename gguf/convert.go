@@ -60,6 +60,9 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
 	}
+	if isQwen35Family(spec.Family.Name) {
+		return convertQwen35(m, spec, o)
+	}
 	cfg := spec.Config // resolved: the family's defaults applied
 	a := cfg.ModelType
 	permute := false

@@ -91,7 +91,7 @@ func (m *Model) TypeBreakdown() (layers, all []TypeShare) {
 	lin := map[string]bool{}
 	for i := 0; i < m.Spec.Layers; i++ {
 		for _, al := range m.Spec.LayerLinears(i) {
-			lin[ggufName(al.Module+".weight")] = true
+			lin[m.nameOf(al.Module+".weight")] = true
 		}
 	}
 	acc := func(dst map[Type]*TypeShare, ti TensorInfo) {

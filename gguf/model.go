@@ -54,6 +54,9 @@ type Model struct {
 	// as llama.cpp does (no RopeScalingKey), nil otherwise.
 	freqFactors []float64
 	inspectOnly bool
+	// q35 is the layout of a qwen35/qwen35moe file (qwen35.go), nil for
+	// the other architectures.
+	q35 *q35Layout
 
 	usageMu sync.Mutex
 	usage   []*Usage // active TrackUsage recorders
@@ -237,7 +240,7 @@ func (m *Model) metaFloat(key string, def float64) (float64, error) {
 }
 
 // supportedArchs are the general.architecture values OpenModel maps.
-func supportedArchs() []string { return []string{"llama", "qwen2", "qwen3"} }
+func supportedArchs() []string { return []string{"llama", "qwen2", "qwen3", "qwen35", "qwen35moe"} }
 
 // resolve builds Config and Spec from the metadata and checks the tensors.
 func (m *Model) resolve() error {
@@ -255,6 +258,8 @@ func (m *Model) resolve() error {
 	case "llama":
 		m.permuted = true
 	case "qwen2", "qwen3":
+	case "qwen35", "qwen35moe":
+		return m.resolveQwen35(a)
 	default:
 		return fmt.Errorf("%w: %s: general.architecture %q (supported: %s)", ErrUnsupported, path, a, strings.Join(supportedArchs(), ", "))
 	}

@@ -21,6 +21,9 @@ func (m *Model) lookupHF(hf string) (TensorInfo, *File, error) {
 
 // peekHF is lookupHF without marking (accounting, messages).
 func (m *Model) peekHF(hf string) (TensorInfo, *File, error) {
+	if m.q35 != nil {
+		return m.q35Peek(hf)
+	}
 	g := ggufName(hf)
 	ti, ok := m.tensors[g]
 	if g == "" || !ok {
@@ -95,6 +98,9 @@ func (m *Model) Float64(hf string) ([]float64, []int, error) {
 	if err := m.decodeRange(ti, f, 0, ti.Numel(), dst); err != nil {
 		return nil, nil, err
 	}
+	if m.q35 != nil {
+		return m.q35.fix(ti, hf, dst, shape)
+	}
 	return dst, shape, nil
 }
 
@@ -138,6 +144,10 @@ type Linear struct {
 	ti    TensorInfo
 	f     *File
 	heads int // > 0: undo the Q/K permutation over this many heads
+	// rows, cols (nil: as stored): Hugging Face row i is stored row
+	// rows[i], column j stored column cols[j] (qwen35's value heads,
+	// see qwen35.go).
+	rows, cols []int
 }
 
 // Linear opens a linear module (Hugging Face name without ".weight").
@@ -158,6 +168,9 @@ func (m *Model) Linear(module string) (quant.Linear, error) {
 	l := &Linear{
 		Base: quant.Base{Name: module, Out: int(ti.Dims[1]), In: int(ti.Dims[0]), Fmt: "gguf-" + strings.ToLower(ti.Type.String()), Bytes: ti.Size, FileName: ti.File},
 		m:    m, ti: ti, f: f,
+	}
+	if m.q35 != nil {
+		l.rows, l.cols = m.q35.order(module)
 	}
 	if m.permuted {
 		switch {
@@ -182,6 +195,9 @@ func (l *Linear) Raw() ([]byte, error) { return l.f.readAt(l.ti, 0, l.ti.Size) }
 // row i of the Hugging Face weight is stored row RowOrder()[i]. It is nil
 // when the rows are stored in the Hugging Face order.
 func (l *Linear) RowOrder() []int {
+	if l.rows != nil {
+		return append([]int(nil), l.rows...)
+	}
 	if l.heads <= 0 {
 		return nil
 	}
@@ -224,7 +240,35 @@ func (l *Linear) Dequantize(dst []float64) error {
 	if l.heads > 0 {
 		return Unpermute(dst, l.Out, l.In, l.heads)
 	}
+	if l.rows != nil || l.cols != nil {
+		reorder(dst, l.Out, l.In, l.rows, l.cols)
+	}
 	return nil
+}
+
+// ColOrder returns, for a weight whose columns llama.cpp's converter
+// reordered (qwen35's out_proj: value heads tiled), where each Hugging
+// Face column is stored: column j is stored column ColOrder()[j]; nil when
+// the columns are stored in the Hugging Face order.
+func (l *Linear) ColOrder() []int { return append([]int(nil), l.cols...) }
+
+// reorder rewrites a row-major [out][in] matrix in place so that element
+// [i][j] becomes the stored element [rows[i]][cols[j]] (nil: identity).
+func reorder(w []float64, out, in int, rows, cols []int) {
+	src := append([]float64(nil), w...)
+	for i := 0; i < out; i++ {
+		r := i
+		if rows != nil {
+			r = rows[i]
+		}
+		for j := 0; j < in; j++ {
+			c := j
+			if cols != nil {
+				c = cols[j]
+			}
+			w[i*in+j] = src[r*in+c]
+		}
+	}
 }
 
 // Unpermute undoes llama.cpp's converter permutation of a q or k weight

@@ -144,6 +144,11 @@ func (m *Model) q35Peek(hf string) (TensorInfo, *File, error) {
 		return TensorInfo{}, nil, fmt.Errorf("%s: no tensor for %q in the GGUF file", m.Path, hf)
 	}
 	if e < 0 {
+		if len(ti.Dims) == 1 && strings.HasSuffix(g, ".ffn_gate_inp_shexp.weight") {
+			// ggml writes [hidden, 1] as ne [hidden] (ggml_n_dims):
+			// llama_model_quantize's files hold it so.
+			ti.Dims = []int64{ti.Dims[0], 1}
+		}
 		return ti, m.owner[g], nil
 	}
 	if len(ti.Dims) != 3 || int64(e) >= ti.Dims[2] {
@@ -469,10 +474,13 @@ func (m *Model) q35CheckTensors() error {
 		case strings.HasSuffix(ts.Name, ".linear_attn.conv1d.weight"):
 			want = []int{ts.Shape[2], ts.Shape[0]}
 		}
+		if strings.HasSuffix(g, ".ffn_gate_inp_shexp.weight") && len(ti.Dims) == 1 {
+			want = want[:1] // ne [hidden]: ggml_n_dims drops the trailing 1
+		}
 		if !sameDims(ti.Dims, want) {
 			return fmt.Errorf("%w: %s: tensor %q has ne %v, want %v (for %s %v)", ErrFormat, ti.File, g, ti.Dims, want, ts.Name, ts.Shape)
 		}
-		if len(ti.Dims) == 1 && ti.Type != F32 && ti.Type != F16 && ti.Type != BF16 {
+		if len(ts.Shape) == 1 && ti.Type != F32 && ti.Type != F16 && ti.Type != BF16 {
 			return fmt.Errorf("%w: %s: tensor %q: vector of type %s (norms and biases are F32, F16 or BF16)", ErrUnsupported, ti.File, g, ti.Type)
 		}
 		used[g] = true

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/internal/llamacpp"
 	"github.com/qppl/qppl/internal/oracle"
 )
 
@@ -213,6 +215,9 @@ func storedGetter(t *testing.T, path string) oracle.Getter {
 		for i, d := range dims {
 			shape[len(dims)-1-i] = int(d)
 		}
+		if len(shape) == 1 && strings.HasSuffix(g, ".ffn_gate_inp_shexp.weight") {
+			shape = []int{1, shape[0]} // ggml_n_dims dropped the 1
+		}
 		return v, shape, nil
 	}
 }
@@ -278,6 +283,95 @@ func TestQwen35OracleOnStoredForm(t *testing.T) {
 			t.Logf("safetensors: reference vs oracle %.3g; oracle safetensors vs oracle GGUF %.3g", maxAbsDiff(sr, so), maxAbsDiff(so, orc))
 			if d := maxAbsDiff(sr, so); !(d <= 1e-9) {
 				t.Fatalf("reference and oracle differ by %g on the safetensors model", d)
+			}
+		})
+	}
+}
+
+// TestLlamaCppQwen35: libllama loads qppl's F32 conversions of the
+// qwen3_5 and qwen3_5_moe fixtures and its own per-token NLL agrees with
+// qppl's float64 reference on the same windows to float32 precision (a
+// wrong name, hyperparameter, transform or value-head order would move
+// it by orders of magnitude).
+func TestLlamaCppQwen35(t *testing.T) {
+	h := llamaHelper(t)
+	for _, a := range qwen35Archs {
+		t.Run(a.fixture, func(t *testing.T) {
+			dir := qwen35Fixture(t, a.fixture, nil)
+			path := convert(t, dir, gguf.F32)
+			ws := demoWindows(t, dir, 3, 64)
+			want := flatten(nllsOf(t, path, gguf.Options{}, ws))
+			got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := maxAbsDiff(flatten(got), want)
+			pq, pl := ppl(want), ppl(flatten(got))
+			t.Logf("%s F32: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", a.gguf, pq, pl, math.Abs(pl-pq)/pq, d)
+			if !(d < 1e-3) {
+				t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", d)
+			}
+		})
+	}
+}
+
+// TestLlamaCppQwen35Quantized: llama_model_quantize makes quantized files
+// from qppl's F32 conversions (Linear widths 256, so the K and IQ types
+// are used where the rows allow); for each, package gguf opens it (value
+// heads, stacked quantized experts), qppl's reference NLL with its own
+// decoders equals the oracle's float64 forward of the weights as libggml
+// dequantizes them, read in llama.cpp's stored form, to 1e-9 per token,
+// and llama.cpp's own NLL on the quantized file is logged beside it.
+func TestLlamaCppQwen35Quantized(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: quantizes with llama.cpp")
+	}
+	h := llamaHelper(t)
+	types := map[string]bool{"Q4_0": true, "Q8_0": true, "Q4_K_M": true, "Q6_K": true, "IQ4_XS": true, "Q5_K_S": true, "BF16": true}
+	for _, a := range qwen35Archs {
+		t.Run(a.fixture, func(t *testing.T) {
+			dir := qwen35Fixture(t, a.fixture, func(o *fixtures.Options) { o.Hidden, o.Intermediate = 256, 256 })
+			f32 := convert(t, dir, gguf.F32)
+			ws := demoWindows(t, dir, 2, 32)
+			base := flatten(nllsOf(t, f32, gguf.Options{}, ws))
+			t.Logf("%s F32: PPL %.6f", a.gguf, ppl(base))
+			n := 0
+			for _, ft := range llamacpp.FileTypes() {
+				if !types[ft.Name] {
+					continue
+				}
+				q := filepath.Join(t.TempDir(), ft.Name+".gguf")
+				if err := h.Quantize(f32, q, ft.FType); err != nil {
+					t.Fatalf("%s: %v", ft.Name, err)
+				}
+				m, err := gguf.OpenModel(q, gguf.Options{})
+				if err != nil {
+					t.Fatalf("%s: %v", ft.Name, err)
+				}
+				layers, _ := m.TypeBreakdown()
+				cfg := m.Config
+				m.Close()
+				got := flatten(nllsOf(t, q, gguf.Options{}, ws))
+				deq := ggmlDequantized(t, h, q)
+				orc := oracleNLL(t, cfg, storedGetter(t, deq), ws, oracle.Options{LlamaCppForm: true})
+				d := maxAbsDiff(got, orc)
+				lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				l := flatten(lc)
+				t.Logf("%-7s %s: qppl PPL %.6f (oracle on ggml-dequantized: max |ΔNLL| %.2g), llama.cpp %.6f (rel %.2g, max |ΔNLL| %.3g)",
+					ft.Name, shares(layers), ppl(got), d, ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
+				if !(d <= 1e-9) {
+					t.Errorf("%s: reference differs from the oracle on ggml-dequantized weights by %g", ft.Name, d)
+				}
+				if !(math.Abs(ppl(l)-ppl(got))/ppl(got) < 0.05) {
+					t.Errorf("%s: llama.cpp PPL %v vs qppl %v", ft.Name, ppl(l), ppl(got))
+				}
+				n++
+			}
+			if n != len(types) {
+				t.Fatalf("%d file types checked, want %d", n, len(types))
 			}
 		})
 	}

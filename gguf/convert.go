@@ -60,26 +60,22 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
 	}
-	if isQwen35Family(spec.Family.Name) {
-		return convertQwen35(m, spec, o)
-	}
 	cfg := spec.Config // resolved: the family's defaults applied
-	a := cfg.ModelType
-	permute := false
-	switch a {
-	case "llama", "mistral":
-		a, permute = "llama", true
-	case "qwen2", "qwen3":
-	default:
-		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q", ErrUnsupported, m.Dir, cfg.ModelType)
+	decl, ok := archForModelType(cfg.ModelType)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q (GGUF architectures: %s)", ErrUnsupported, m.Dir, cfg.ModelType, strings.Join(archNames(), ", "))
 	}
-	// llama.cpp's llama, qwen2 and qwen3 graphs attend to every earlier
-	// position: a window shorter than the model's context would make the
-	// GGUF file compute another model.
-	for i := 0; i < spec.Layers; i++ {
-		if w := spec.Window(i); w > 0 && w < cfg.MaxPositionEmbeddings {
-			return nil, nil, fmt.Errorf("%w: %s: convert: layer %d has a sliding attention window of %d tokens (config.json sliding_window), which llama.cpp's %s graph does not apply", ErrUnsupported, m.Dir, i, w, a)
-		}
+	a := decl.Name
+	if decl.F32Only && ft.Name != "F32" {
+		return nil, nil, fmt.Errorf("%w: %s: convert: GGUF architecture %s is written as F32 only (not %s): quantize the F32 file with llama-quantize", ErrUnsupported, m.Dir, a, ft.Name)
+	}
+	archKVs, err := decl.Convert(spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+	}
+	table, err := newTensorTable(decl, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: convert: %w", m.Dir, err)
 	}
 	name := o.Name
 	if name == "" {
@@ -103,9 +99,18 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		{a + ".attention.value_length", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".rope.dimension_count", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".vocab_size", Uint32Value(uint32(spec.Vocab))},
-		{"general.file_type", Uint32Value(fileType)},
-		{"general.quantization_version", Uint32Value(2)},
 	}
+	for i := 0; i < len(kvs); i++ {
+		switch {
+		case decl.PartialRotary && kvs[i].Key == a+".rope.dimension_count":
+			kvs[i].Value = Uint32Value(uint32(spec.RotaryDim))
+		case decl.MoEOnly && kvs[i].Key == a+".feed_forward_length":
+			kvs = append(kvs[:i], kvs[i+1:]...)
+			i--
+		}
+	}
+	kvs = append(kvs, archKVs...)
+	kvs = append(kvs, KV{"general.file_type", Uint32Value(fileType)}, KV{"general.quantization_version", Uint32Value(2)})
 	var ropeFreqs []byte
 	if rs := cfg.RopeScaling; rs != nil && rs.Type != "default" {
 		switch rs.Type {
@@ -134,99 +139,167 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	kvs = append(kvs, tk...)
 
+	// permuted: the Q/K weights and their head counts.
+	permuted := map[string]int{}
+	if decl.PermuteQK {
+		for i := 0; i < spec.Layers; i++ {
+			l := spec.Layer(i)
+			if l.Q != "" {
+				permuted[l.Q+".weight"] = spec.Heads
+			}
+			if l.K != "" {
+				permuted[l.K+".weight"] = spec.KVHeads
+			}
+		}
+	}
 	used := map[string]bool{}
 	var ts []WriteTensor
-	add := func(hf string, heads int) error {
-		vals, shape, err := m.ReadFloat64(hf)
+	// read returns a Hugging Face tensor's values (the architecture's
+	// ToGGUF applied).
+	read := func(tn TensorName) ([]float64, []int, error) {
+		vals, shape, err := m.ReadFloat64(tn.HF)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		used[hf] = true
+		used[tn.HF] = true
+		if tn.ToGGUF != nil {
+			tn.ToGGUF(vals)
+		}
+		if tn.Rows != nil || tn.Cols != nil {
+			// Hugging Face row i goes to stored row Rows[i] (column j to
+			// Cols[j]).
+			r := shape[0]
+			c := len(vals) / r
+			out := make([]float64, len(vals))
+			for i := 0; i < r; i++ {
+				si := i
+				if tn.Rows != nil {
+					si = tn.Rows[i]
+				}
+				for j := 0; j < c; j++ {
+					sj := j
+					if tn.Cols != nil {
+						sj = tn.Cols[j]
+					}
+					out[si*c+sj] = vals[i*c+j]
+				}
+			}
+			vals = out
+		}
+		if tn.Shape != nil {
+			shape = withoutOnes(shape)
+		}
+		return vals, shape, nil
+	}
+	// emit writes the values of HF shape (experts stacked first) as the
+	// GGUF tensor g (from the Hugging Face tensor hf, for messages).
+	emit := func(g, hf string, vals []float64, shape []int, heads int) error {
 		dims := make([]int64, len(shape))
 		for i, d := range shape {
 			dims[len(shape)-1-i] = int64(d)
 		}
+		cols := shape[len(shape)-1]
+		rows := len(vals) / cols
 		typ := F32
-		if len(shape) == 2 {
-			if typ, err = ft.tensorType(ggufName(hf), int64(shape[1]), mix); err != nil {
+		if len(shape) >= 2 {
+			var err error
+			if typ, err = ft.tensorType(g, int64(cols), mix); err != nil {
 				return fmt.Errorf("%s: convert to %s: %w", m.Dir, ft.Name, err)
 			}
 		}
-		esize := 4
-		if typ == F16 {
-			esize = 2
-		}
-		data := make([]byte, len(vals)*esize)
+		f := make([]float32, len(vals))
 		for i, v := range vals {
-			f := float32(v)
-			if float64(f) != v && !math.IsNaN(v) && typ != F16 {
+			f[i] = float32(v)
+			if float64(f[i]) != v && !math.IsNaN(v) && typ != F16 {
 				return fmt.Errorf("%s: convert: tensor %q element %d = %v is not a float32", m.Dir, hf, i, v)
-			}
-			if typ == F16 {
-				binary.LittleEndian.PutUint16(data[2*i:], f32ToF16(f))
-			} else {
-				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
 			}
 		}
 		if heads > 0 {
-			if err := Permute(data, shape[0], shape[1], esize, heads); err != nil {
-				return fmt.Errorf("%s: %w", hf, err)
+			data := make([]byte, 4*len(f))
+			for i, v := range f {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
 			}
-		}
-		if typ != F32 && typ != F16 {
-			// Quantize the (permuted) float32 rows, as llama.cpp
-			// quantizes the F32 file.
-			f := make([]float32, len(vals))
+			if err := Permute(data, rows, cols, 4, heads); err != nil {
+				return fmt.Errorf("%s: %w", g, err)
+			}
 			for i := range f {
 				f[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 			}
-			if data, err = ggml.Quantize(typ, f, shape[1]); err != nil {
-				return fmt.Errorf("%s: convert: tensor %q: %w", m.Dir, hf, err)
+		}
+		var data []byte
+		switch typ {
+		case F32:
+			data = make([]byte, 4*len(f))
+			for i, v := range f {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+			}
+		case F16:
+			data = make([]byte, 2*len(f))
+			for i, v := range f {
+				binary.LittleEndian.PutUint16(data[2*i:], f32ToF16(v))
+			}
+		default:
+			// Quantize the (permuted) float32 rows, as llama.cpp
+			// quantizes the F32 file (row by row: the experts of a
+			// stacked tensor are whole rows).
+			var err error
+			if data, err = ggml.Quantize(typ, f, cols); err != nil {
+				return fmt.Errorf("%s: convert: tensor %q: %w", m.Dir, g, err)
 			}
 		}
-		ts = append(ts, WriteTensor{Name: ggufName(hf), Dims: dims, Type: typ, Data: data})
+		ts = append(ts, WriteTensor{Name: g, Dims: dims, Type: typ, Data: data})
 		return nil
 	}
 	if ropeFreqs != nil {
 		ts = append(ts, WriteTensor{Name: ropeFreqsName, Dims: []int64{int64(spec.HeadDim / 2)}, Type: F32, Data: ropeFreqs})
 	}
-	if err := add(arch.EmbedName, 0); err != nil {
-		return nil, nil, err
-	}
-	for i := 0; i < spec.Layers; i++ {
-		l := spec.Layer(i)
-		vecs := []string{l.AttnNorm, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.MLPNorm}
-		for _, n := range vecs {
-			if n != "" {
-				if err := add(n, 0); err != nil {
-					return nil, nil, err
-				}
-			}
-		}
-		for _, lin := range spec.LayerLinears(i) {
-			heads := 0
-			if permute && lin.Module == l.Q {
-				heads = spec.Heads
-			}
-			if permute && lin.Module == l.K {
-				heads = spec.KVHeads
-			}
-			if err := add(lin.Module+".weight", heads); err != nil {
+	stacked := map[string]bool{} // expert tensors written
+	for k, tn := range table.order {
+		if tn.Expert < 0 {
+			f, shape, err := read(tn)
+			if err != nil {
 				return nil, nil, err
 			}
+			if err := emit(tn.GGUF, tn.HF, f, shape, permuted[tn.HF]); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
-	}
-	if err := add(arch.FinalNormName, 0); err != nil {
-		return nil, nil, err
-	}
-	if !spec.TiedHead {
-		if err := add(arch.LMHeadName, 0); err != nil {
+		if stacked[tn.GGUF] {
+			continue
+		}
+		stacked[tn.GGUF] = true
+		// A stacked expert tensor: every entry of the table naming the
+		// same GGUF tensor, experts 0, 1, ... in order.
+		var all []float64
+		var shape []int
+		n := 0
+		for _, x := range table.order[k:] {
+			if x.GGUF != tn.GGUF {
+				continue
+			}
+			if x.Expert != n {
+				return nil, nil, fmt.Errorf("gguf: convert: %s: expert %d where %d was expected", tn.GGUF, x.Expert, n)
+			}
+			f, sh, err := read(x)
+			if err != nil {
+				return nil, nil, err
+			}
+			if shape != nil && (sh[0] != shape[1] || sh[1] != shape[2]) {
+				return nil, nil, fmt.Errorf("%s: convert: %s has shape %v, expert 0 %v", m.Dir, x.HF, sh, shape[1:])
+			}
+			shape = []int{0, sh[0], sh[1]}
+			all = append(all, f...)
+			n++
+		}
+		shape[0] = n
+		if err := emit(tn.GGUF, tn.HF, all, shape, 0); err != nil {
 			return nil, nil, err
 		}
 	}
 	var unused []string
 	for _, n := range m.Names() {
-		if !used[n] {
+		if !used[n] && !ignoredName(n, spec.Ignored) {
 			unused = append(unused, n)
 		}
 	}
@@ -523,4 +596,16 @@ func llama3Factors(dim int, theta float64, rs *checkpoint.RopeScaling) []float32
 		}
 	}
 	return out
+}
+
+// ignoredName reports a tensor under one of the architecture's ignored
+// prefixes (a vision tower, multi-token prediction), which llama.cpp's
+// text conversion does not write either.
+func ignoredName(n string, ps []checkpoint.IgnoredPrefix) bool {
+	for _, p := range ps {
+		if strings.HasPrefix(n, p.Prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -188,9 +188,15 @@ func TestQwen35F32GGUFNLL(t *testing.T) {
 // −exp(A_log), tiled value heads, conv1d [C, K]) — for the oracle's
 // LlamaCppForm; an expert is its slice of the stacked tensor.
 func storedGetter(t *testing.T, path string) oracle.Getter {
+	m, err := gguf.OpenModel(path, gguf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := m.Spec
+	m.Close()
 	f := openRaw(t, path)
 	return func(name string) ([]float64, []int, error) {
-		g, e, ok := gguf.Qwen35Name(name)
+		g, e, ok := gguf.Qwen35Name(spec, name)
 		ti, found := f.Tensor(g)
 		if !ok || !found {
 			return nil, nil, fmt.Errorf("no tensor for %q", name)

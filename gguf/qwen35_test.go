@@ -2,6 +2,7 @@ package gguf_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/internal/llamacpp"
 	"github.com/qppl/qppl/internal/oracle"
+	"github.com/qppl/qppl/reference"
 )
 
 // qwen35Archs are the Qwen3.5 fixtures and their GGUF architectures.
@@ -378,6 +380,110 @@ func TestLlamaCppQwen35Quantized(t *testing.T) {
 			}
 			if n != len(types) {
 				t.Fatalf("%d file types checked, want %d", n, len(types))
+			}
+		})
+	}
+}
+
+// TestQwen35Refusals: qwen35/qwen35moe files whose metadata or tensors do
+// not describe the model are refused when opened (or, for a stored A that
+// −exp cannot give, when the reference reads it), naming the file and the
+// key or tensor, with gguf.ErrFormat or gguf.ErrUnsupported (exit 2).
+func TestQwen35Refusals(t *testing.T) {
+	type edit = func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor)
+	kv := func(key string, v gguf.Value) edit {
+		return func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) { return setKV(k, key, v), ts }
+	}
+	drop := func(key string) edit {
+		return func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) { return dropKV(k, key), ts }
+	}
+	tensor := func(name string, f func(*gguf.WriteTensor) bool) edit {
+		return func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			var out []gguf.WriteTensor
+			for _, x := range ts {
+				if x.Name != name || f(&x) {
+					out = append(out, x)
+				}
+			}
+			return k, out
+		}
+	}
+	for _, a := range qwen35Archs {
+		path := convert(t, qwen35Fixture(t, a.fixture, nil), gguf.F32)
+		p := a.gguf + "."
+		cases := []struct {
+			name  string
+			edit  edit
+			unsup bool
+			want  string
+		}{
+			{"no conv_kernel", drop(p + "ssm.conv_kernel"), false, p + "ssm.conv_kernel"},
+			{"no state_size", drop(p + "ssm.state_size"), false, p + "ssm.state_size"},
+			{"zero group_count", kv(p+"ssm.group_count", gguf.Uint32Value(0)), false, p + "ssm.group_count"},
+			{"inner not a multiple", kv(p+"ssm.inner_size", gguf.Uint32Value(63)), false, p + "ssm.inner_size"},
+			{"odd rotary", kv(p+"rope.dimension_count", gguf.Uint32Value(7)), false, p + "rope.dimension_count"},
+			{"rotary past head", kv(p+"rope.dimension_count", gguf.Uint32Value(64)), false, p + "rope.dimension_count"},
+			{"interval 0", kv(p+"full_attention_interval", gguf.Uint32Value(0)), false, p + "full_attention_interval"},
+			{"interval moves layers", kv(p+"full_attention_interval", gguf.Uint32Value(4)), false, "blk.1.ssm_conv1d.weight"},
+			{"sections a string", kv(p+"rope.dimension_sections", gguf.StringValue("11,11,10")), false, p + "rope.dimension_sections"},
+			{"mtp blocks", kv(p+"nextn_predict_layers", gguf.Uint32Value(1)), true, p + "nextn_predict_layers"},
+			{"recurrent layer list", kv(p+"attention.recurrent_layers", gguf.Uint32Value(1)), true, p + "attention.recurrent_layers"},
+			{"yarn", kv(p+"rope.scaling.type", gguf.StringValue("yarn")), true, p + "rope.scaling.type"},
+			{"no dt bias", tensor("blk.0.ssm_dt.bias", func(*gguf.WriteTensor) bool { return false }), false, "blk.0.ssm_dt.bias"},
+			{"conv not squeezed right", tensor("blk.0.ssm_conv1d.weight", func(x *gguf.WriteTensor) bool { x.Dims = []int64{x.Dims[1], x.Dims[0]}; return true }), false, "blk.0.ssm_conv1d.weight"},
+			{"extra tensor", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+				return k, append(ts, gguf.WriteTensor{Name: "blk.0.ffn_norm.weight", Dims: []int64{64}, Type: gguf.F32, Data: make([]byte, 256)})
+			}, true, "blk.0.ffn_norm.weight"},
+			{"attention bias", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+				return k, append(ts, gguf.WriteTensor{Name: "blk.0.attn_q.bias", Dims: []int64{64}, Type: gguf.F32, Data: make([]byte, 256)})
+			}, true, "blk.0.attn_q.bias"},
+		}
+		if a.gguf == "qwen35moe" {
+			cases = append(cases,
+				struct {
+					name  string
+					edit  edit
+					unsup bool
+					want  string
+				}{"no expert_count", drop(p + "expert_count"), false, p + "expert_count"},
+				struct {
+					name  string
+					edit  edit
+					unsup bool
+					want  string
+				}{"experts short", tensor("blk.0.ffn_up_exps.weight", func(x *gguf.WriteTensor) bool {
+					x.Dims[2]--
+					x.Data = x.Data[:len(x.Data)*int(x.Dims[2])/int(x.Dims[2]+1)]
+					return true
+				}), false, "blk.0.ffn_up_exps.weight"})
+		}
+		for _, c := range cases {
+			t.Run(a.gguf+"/"+c.name, func(t *testing.T) {
+				bad := rewrite(t, path, c.edit)
+				m, err := gguf.OpenModel(bad, gguf.Options{})
+				if err == nil {
+					m.Close()
+					t.Fatal("opened")
+				}
+				want := gguf.ErrFormat
+				if c.unsup {
+					want = gguf.ErrUnsupported
+				}
+				if !errors.Is(err, want) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("error %v, want %v naming %s and %q", err, want, bad, c.want)
+				}
+			})
+		}
+		t.Run(a.gguf+"/positive ssm_a", func(t *testing.T) {
+			bad := rewrite(t, path, tensor("blk.0.ssm_a", func(x *gguf.WriteTensor) bool { putF32(x.Data, 0.5); return true }))
+			m, err := gguf.OpenModel(bad, gguf.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			_, err = reference.NewGGUF(m, reference.Options{})
+			if !errors.Is(err, gguf.ErrFormat) || !strings.Contains(err.Error(), "blk.0.ssm_a") || !strings.Contains(err.Error(), bad) {
+				t.Fatalf("error %v", err)
 			}
 		})
 	}

@@ -95,7 +95,7 @@ type TensorName struct {
 
 // archs lists every GGUF architecture package gguf reads and writes.
 func archs() []Arch {
-	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen35Arch(), qwen35moeArch()}
+	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch(), qwen35Arch(), qwen35moeArch()}
 }
 
 // archNames returns the general.architecture values of archs.

@@ -83,7 +83,10 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	fileType := ft.ID
 	mix := mixModel{arch: a, layers: spec.Layers, gqa: spec.Heads / spec.KVHeads, tied: spec.TiedHead,
-		is70B: a == "llama" && spec.Layers == 80 && spec.Heads != spec.KVHeads}
+		is70B: a == "llama" && spec.Layers == 80 && spec.Heads != spec.KVHeads && (spec.MoE == nil || spec.MoE.Experts != 8)}
+	if spec.MoE != nil {
+		mix.experts = spec.MoE.Experts
+	}
 	kvs := []KV{
 		{"general.architecture", StringValue(a)},
 		{"general.name", StringValue(name)},

@@ -41,9 +41,6 @@ type Arch struct {
 	// nil is StandardLayer. Every tensor of the layer (s.DenseWeights)
 	// must be in it.
 	Layer func(s *arch.Spec, i int) []TensorName
-	// Global, when set, adjusts the layer-independent entries (token_embd,
-	// output_norm, output) of the table (qwen35: output_norm is 1 + w).
-	Global func(tn *TensorName)
 	// MoEOnly: every layer's MLP is a mixture of experts without a dense
 	// width (qwen35moe): <arch>.feed_forward_length is neither required
 	// nor written.
@@ -52,14 +49,18 @@ type Arch struct {
 	// head size (qwen35: int(head_dim · partial_rotary_factor)); it is
 	// read as partial_rotary_factor and written from Spec.RotaryDim.
 	PartialRotary bool
-	// F32Only: Convert writes the architecture as F32 only (quantize the
-	// F32 file with llama-quantize for the other types).
-	F32Only bool
 	// Convert checks that s is a model llama.cpp's graph of this
 	// architecture computes (refusing what it would compute differently,
 	// naming the config.json key) and returns the architecture's own
 	// metadata, written after the common keys.
 	Convert func(s *arch.Spec) ([]KV, error)
+	// Globals returns the layer-independent tensors (the embedding first,
+	// then those written after the layers); nil is globalNames.
+	Globals func(s *arch.Spec) []TensorName
+	// F32Only, when set, says why the converter writes only F32 files of
+	// this architecture (qppl does not reproduce llama.cpp's type mix for
+	// it).
+	F32Only string
 }
 
 // TensorName maps one Hugging Face tensor onto its GGUF tensor.
@@ -216,10 +217,8 @@ type tensorTable struct {
 func newTensorTable(a Arch, s *arch.Spec) (*tensorTable, error) {
 	t := &tensorTable{byHF: map[string]TensorName{}}
 	g := globalNames(s)
-	if a.Global != nil {
-		for k := range g {
-			a.Global(&g[k])
-		}
+	if a.Globals != nil {
+		g = a.Globals(s)
 	}
 	add := func(tn TensorName) error {
 		if tn.GGUF == "" {

@@ -72,13 +72,18 @@ func qwen35Decl(name string, moe bool) Arch {
 	}
 	return Arch{
 		Name: name, ModelTypes: types, KeyLengthRequired: true,
-		MoEOnly: moe, PartialRotary: true, F32Only: true,
-		Config: func(m *Model, cfg map[string]any) error { return qwen35Config(m, name, moe, cfg) },
-		Layer:  qwen35Layer,
-		Global: func(tn *TensorName) {
-			if tn.GGUF == "output_norm.weight" {
-				tn.FromGGUF, tn.ToGGUF = gainFromGGUF, gainToGGUF
+		MoEOnly: moe, PartialRotary: true,
+		F32Only: name + " is written as F32 only (qppl does not write the converter's F16 rules — router and conv1d kept F32 — nor llama.cpp's type mix for it)",
+		Config:  func(m *Model, cfg map[string]any) error { return qwen35Config(m, name, moe, cfg) },
+		Layer:   qwen35Layer,
+		Globals: func(s *arch.Spec) []TensorName {
+			g := globalNames(s)
+			for k := range g {
+				if g[k].GGUF == "output_norm.weight" {
+					g[k].FromGGUF, g[k].ToGGUF = gainFromGGUF, gainToGGUF
+				}
 			}
+			return g
 		},
 		Convert: func(s *arch.Spec) ([]KV, error) { return qwen35Convert(s, name) },
 	}

@@ -66,8 +66,8 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q (GGUF architectures: %s)", ErrUnsupported, m.Dir, cfg.ModelType, strings.Join(archNames(), ", "))
 	}
 	a := decl.Name
-	if decl.F32Only && ft.Name != "F32" {
-		return nil, nil, fmt.Errorf("%w: %s: convert: GGUF architecture %s is written as F32 only (not %s): quantize the F32 file with llama-quantize", ErrUnsupported, m.Dir, a, ft.Name)
+	if decl.F32Only != "" && ft.Name != "F32" {
+		return nil, nil, fmt.Errorf("%w: %s: convert to %s: %s: write F32 and quantize it with llama-quantize", ErrUnsupported, m.Dir, ft.Name, decl.F32Only)
 	}
 	archKVs, err := decl.Convert(spec)
 	if err != nil {

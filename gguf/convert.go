@@ -159,10 +159,16 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	var ts []WriteTensor
 	// read returns a Hugging Face tensor's values (the architecture's
 	// ToGGUF applied).
+	fused := fusedExpertSource(m, spec, used)
 	read := func(tn TensorName) ([]float64, []int, error) {
-		vals, shape, err := m.ReadFloat64(tn.HF)
+		vals, shape, err := fused(tn)
 		if err != nil {
 			return nil, nil, err
+		}
+		if vals == nil {
+			if vals, shape, err = m.ReadFloat64(tn.HF); err != nil {
+				return nil, nil, err
+			}
 		}
 		used[tn.HF] = true
 		if tn.ToGGUF != nil {
@@ -611,4 +617,60 @@ func ignoredName(n string, ps []checkpoint.IgnoredPrefix) bool {
 		}
 	}
 	return false
+}
+
+// fusedExpertSource returns a reader of an expert's 2-D weight from the
+// fused 3-D tensors transformers ≥ 5 writes (arch.Spec.FusedExperts:
+// experts.gate_up_proj [E, 2·I, hidden], gate rows first, as llama.cpp's
+// Qwen2MoeModel.modify_tensors splits it; experts.down_proj [E, hidden,
+// I]) when the checkpoint has no per-expert tensor; it returns nil values
+// for any other tensor. The fused tensors it reads are marked used.
+func fusedExpertSource(m *checkpoint.Model, spec *arch.Spec, used map[string]bool) func(TensorName) ([]float64, []int, error) {
+	type part struct {
+		fused string
+		e     int
+		half  int // 0 gate, 1 up, -1 down
+	}
+	parts := map[string]part{}
+	for i := 0; i < spec.Layers; i++ {
+		if !spec.Sparse(i) {
+			continue
+		}
+		gu, dn := spec.FusedExperts(i)
+		for e := 0; e < spec.MoE.Experts; e++ {
+			g, u, d := spec.Expert(i, e)
+			parts[g+".weight"], parts[u+".weight"], parts[d+".weight"] = part{gu, e, 0}, part{gu, e, 1}, part{dn, e, -1}
+		}
+	}
+	var lastName string
+	var last []float64
+	var lastShape []int
+	return func(tn TensorName) ([]float64, []int, error) {
+		p, ok := parts[tn.HF]
+		if tn.Expert < 0 || !ok {
+			return nil, nil, nil
+		}
+		if _, ok := m.Tensor(tn.HF); ok {
+			return nil, nil, nil // per-expert tensors: read as they are
+		}
+		if p.fused != lastName {
+			v, shape, err := m.ReadFloat64(p.fused)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(shape) != 3 || shape[0] != spec.MoE.Experts || (p.half >= 0 && shape[1]%2 != 0) {
+				return nil, nil, fmt.Errorf("%w: %s: convert: fused expert tensor %q has shape %v", ErrFormat, m.Dir, p.fused, shape)
+			}
+			lastName, last, lastShape = p.fused, v, shape
+			used[p.fused] = true
+		}
+		rows, cols := lastShape[1], lastShape[2]
+		r0, n := 0, rows
+		if p.half >= 0 {
+			n = rows / 2
+			r0 = p.half * n
+		}
+		off := (p.e*rows + r0) * cols
+		return append([]float64(nil), last[off:off+n*cols]...), []int{n, cols}, nil
+	}
 }

@@ -489,3 +489,29 @@ func TestQwen35Refusals(t *testing.T) {
 		})
 	}
 }
+
+// TestQwen35MoEFusedExperts: a qwen3_5_moe checkpoint holding its experts
+// fused (transformers' experts.gate_up_proj / down_proj) converts to the
+// same GGUF tensors, byte for byte, as the per-expert one with the same
+// values.
+func TestQwen35MoEFusedExperts(t *testing.T) {
+	files := map[string]*gguf.File{}
+	for _, layout := range []string{fixtures.ExpertsFused, fixtures.ExpertsPerExpert} {
+		dir := qwen35Fixture(t, "qwen3_5_moe", func(o *fixtures.Options) { o.Experts = layout })
+		files[layout] = openRaw(t, convert(t, dir, gguf.F32))
+	}
+	a, b := files[fixtures.ExpertsFused], files[fixtures.ExpertsPerExpert]
+	if len(a.Tensors) != len(b.Tensors) {
+		t.Fatalf("%d tensors fused, %d per expert", len(a.Tensors), len(b.Tensors))
+	}
+	for _, ti := range b.Tensors {
+		x, err := a.ReadRaw(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, _ := b.ReadRaw(ti.Name)
+		if string(x) != string(y) {
+			t.Fatalf("tensor %s differs", ti.Name)
+		}
+	}
+}

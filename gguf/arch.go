@@ -41,11 +41,26 @@ type Arch struct {
 	// nil is StandardLayer. Every tensor of the layer (s.DenseWeights)
 	// must be in it.
 	Layer func(s *arch.Spec, i int) []TensorName
+	// MoEOnly: every layer's MLP is a mixture of experts without a dense
+	// width (qwen35moe): <arch>.feed_forward_length is neither required
+	// nor written.
+	MoEOnly bool
+	// PartialRotary: <arch>.rope.dimension_count may be smaller than the
+	// head size (qwen35: int(head_dim · partial_rotary_factor)); it is
+	// read as partial_rotary_factor and written from Spec.RotaryDim.
+	PartialRotary bool
 	// Convert checks that s is a model llama.cpp's graph of this
 	// architecture computes (refusing what it would compute differently,
 	// naming the config.json key) and returns the architecture's own
 	// metadata, written after the common keys.
 	Convert func(s *arch.Spec) ([]KV, error)
+	// Globals returns the layer-independent tensors (the embedding first,
+	// then those written after the layers); nil is globalNames.
+	Globals func(s *arch.Spec) []TensorName
+	// F32Only, when set, says why the converter writes only F32 files of
+	// this architecture (qppl does not reproduce llama.cpp's type mix for
+	// it).
+	F32Only string
 }
 
 // TensorName maps one Hugging Face tensor onto its GGUF tensor.
@@ -62,11 +77,26 @@ type TensorName struct {
 	// both or neither are set, and only on vectors (norms), which the
 	// backends read through Model.Float64.
 	FromGGUF, ToGGUF func(v []float64)
+	// Rows, Cols (nil: as stored) are where the converter moved the
+	// Hugging Face rows (first dimension) and, for a 2-D weight, columns:
+	// row i is stored row Rows[i], column j stored column Cols[j]
+	// (qwen35's tiled value heads). The reader moves them back (Float64,
+	// Linear.Dequantize; Linear.RowOrder and ColOrder for the backends),
+	// before FromGGUF; the converter moves them after ToGGUF.
+	Rows, Cols []int
+	// Shape, when set, is the Hugging Face shape of a tensor the converter
+	// writes without its size-1 dimensions (qwen35's conv1d [C, 1, K] as
+	// ne [K, C]; the shared expert gate [1, H] as ne [H], as ggml writes
+	// it); the reader accepts ne with or without them and presents Shape.
+	Shape []int
+	// Decay: the tensor is A_log, stored as −exp(A_log) (qwen35's ssm_a);
+	// Model.DecayRate gives exp(A_log) exactly as stored.
+	Decay bool
 }
 
 // archs lists every GGUF architecture package gguf reads and writes.
 func archs() []Arch {
-	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch()}
+	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch(), qwen35Arch(), qwen35moeArch()}
 }
 
 // archNames returns the general.architecture values of archs.
@@ -120,8 +150,8 @@ func (a Arch) layer(s *arch.Spec, i int) []TensorName {
 // (gguf-py constants.py MODEL_TENSOR.TOKEN_EMBD, OUTPUT_NORM, OUTPUT).
 func globalNames(s *arch.Spec) []TensorName {
 	out := []TensorName{
-		{HF: arch.EmbedName, GGUF: "token_embd.weight", Expert: -1},
-		{HF: arch.FinalNormName, GGUF: "output_norm.weight", Expert: -1},
+		{HF: s.EmbedTensor(), GGUF: "token_embd.weight", Expert: -1},
+		{HF: s.FinalNormTensor(), GGUF: "output_norm.weight", Expert: -1},
 	}
 	if !s.TiedHead {
 		out = append(out, TensorName{HF: arch.LMHeadName, GGUF: "output.weight", Expert: -1})
@@ -197,6 +227,9 @@ type tensorTable struct {
 func newTensorTable(a Arch, s *arch.Spec) (*tensorTable, error) {
 	t := &tensorTable{byHF: map[string]TensorName{}}
 	g := globalNames(s)
+	if a.Globals != nil {
+		g = a.Globals(s)
+	}
 	add := func(tn TensorName) error {
 		if tn.GGUF == "" {
 			return fmt.Errorf("%w: GGUF architecture %q has no tensor name for %s", ErrUnsupported, a.Name, tn.HF)

@@ -68,6 +68,9 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q (GGUF architectures: %s)", ErrUnsupported, m.Dir, cfg.ModelType, strings.Join(archNames(), ", "))
 	}
 	a := decl.Name
+	if decl.F32Only != "" && ft.Name != "F32" {
+		return nil, nil, fmt.Errorf("%w: %s: convert to %s: %s: write F32 and quantize it with llama-quantize", ErrUnsupported, m.Dir, ft.Name, decl.F32Only)
+	}
 	archKVs, err := decl.Convert(spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
@@ -101,6 +104,15 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		{a + ".attention.value_length", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".rope.dimension_count", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".vocab_size", Uint32Value(uint32(spec.Vocab))},
+	}
+	for i := 0; i < len(kvs); i++ {
+		switch {
+		case decl.PartialRotary && kvs[i].Key == a+".rope.dimension_count":
+			kvs[i].Value = Uint32Value(uint32(spec.RotaryDim))
+		case decl.MoEOnly && kvs[i].Key == a+".feed_forward_length":
+			kvs = append(kvs[:i], kvs[i+1:]...)
+			i--
+		}
 	}
 	kvs = append(kvs, archKVs...)
 	kvs = append(kvs, KV{"general.file_type", Uint32Value(fileType)}, KV{"general.quantization_version", Uint32Value(2)})
@@ -149,14 +161,44 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	var ts []WriteTensor
 	// read returns a Hugging Face tensor's values (the architecture's
 	// ToGGUF applied).
+	fused := fusedExpertSource(m, spec, used)
 	read := func(tn TensorName) ([]float64, []int, error) {
-		vals, shape, err := m.ReadFloat64(tn.HF)
+		vals, shape, err := fused(tn)
 		if err != nil {
 			return nil, nil, err
+		}
+		if vals == nil {
+			if vals, shape, err = m.ReadFloat64(tn.HF); err != nil {
+				return nil, nil, err
+			}
 		}
 		used[tn.HF] = true
 		if tn.ToGGUF != nil {
 			tn.ToGGUF(vals)
+		}
+		if tn.Rows != nil || tn.Cols != nil {
+			// Hugging Face row i goes to stored row Rows[i] (column j to
+			// Cols[j]).
+			r := shape[0]
+			c := len(vals) / r
+			out := make([]float64, len(vals))
+			for i := 0; i < r; i++ {
+				si := i
+				if tn.Rows != nil {
+					si = tn.Rows[i]
+				}
+				for j := 0; j < c; j++ {
+					sj := j
+					if tn.Cols != nil {
+						sj = tn.Cols[j]
+					}
+					out[si*c+sj] = vals[i*c+j]
+				}
+			}
+			vals = out
+		}
+		if tn.Shape != nil {
+			shape = withoutOnes(shape)
 		}
 		return vals, shape, nil
 	}
@@ -268,7 +310,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	var unused []string
 	for _, n := range m.Names() {
-		if !used[n] {
+		if !used[n] && !ignoredName(n, spec.Ignored) {
 			unused = append(unused, n)
 		}
 	}
@@ -565,4 +607,72 @@ func llama3Factors(dim int, theta float64, rs *checkpoint.RopeScaling) []float32
 		}
 	}
 	return out
+}
+
+// ignoredName reports a tensor under one of the architecture's ignored
+// prefixes (a vision tower, multi-token prediction), which llama.cpp's
+// text conversion does not write either.
+func ignoredName(n string, ps []checkpoint.IgnoredPrefix) bool {
+	for _, p := range ps {
+		if strings.HasPrefix(n, p.Prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// fusedExpertSource returns a reader of an expert's 2-D weight from the
+// fused 3-D tensors transformers ≥ 5 writes (arch.Spec.FusedExperts:
+// experts.gate_up_proj [E, 2·I, hidden], gate rows first, as llama.cpp's
+// Qwen2MoeModel.modify_tensors splits it; experts.down_proj [E, hidden,
+// I]) when the checkpoint has no per-expert tensor; it returns nil values
+// for any other tensor. The fused tensors it reads are marked used.
+func fusedExpertSource(m *checkpoint.Model, spec *arch.Spec, used map[string]bool) func(TensorName) ([]float64, []int, error) {
+	type part struct {
+		fused string
+		e     int
+		half  int // 0 gate, 1 up, -1 down
+	}
+	parts := map[string]part{}
+	for i := 0; i < spec.Layers; i++ {
+		if !spec.Sparse(i) {
+			continue
+		}
+		gu, dn := spec.FusedExperts(i)
+		for e := 0; e < spec.MoE.Experts; e++ {
+			g, u, d := spec.Expert(i, e)
+			parts[g+".weight"], parts[u+".weight"], parts[d+".weight"] = part{gu, e, 0}, part{gu, e, 1}, part{dn, e, -1}
+		}
+	}
+	var lastName string
+	var last []float64
+	var lastShape []int
+	return func(tn TensorName) ([]float64, []int, error) {
+		p, ok := parts[tn.HF]
+		if tn.Expert < 0 || !ok {
+			return nil, nil, nil
+		}
+		if _, ok := m.Tensor(tn.HF); ok {
+			return nil, nil, nil // per-expert tensors: read as they are
+		}
+		if p.fused != lastName {
+			v, shape, err := m.ReadFloat64(p.fused)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(shape) != 3 || shape[0] != spec.MoE.Experts || (p.half >= 0 && shape[1]%2 != 0) {
+				return nil, nil, fmt.Errorf("%w: %s: convert: fused expert tensor %q has shape %v", ErrFormat, m.Dir, p.fused, shape)
+			}
+			lastName, last, lastShape = p.fused, v, shape
+			used[p.fused] = true
+		}
+		rows, cols := lastShape[1], lastShape[2]
+		r0, n := 0, rows
+		if p.half >= 0 {
+			n = rows / 2
+			r0 = p.half * n
+		}
+		off := (p.e*rows + r0) * cols
+		return append([]float64(nil), last[off:off+n*cols]...), []int{n, cols}, nil
+	}
 }

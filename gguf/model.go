@@ -266,6 +266,9 @@ func (m *Model) resolve() error {
 		{"attention.head_count", "num_attention_heads", -1},
 		{"context_length", "max_position_embeddings", 0},
 	}
+	if decl.MoEOnly {
+		ints[2].def = 0 // no dense width
+	}
 	for _, k := range ints {
 		n, err := m.metaInt(a+"."+k.key, k.def)
 		if err != nil {
@@ -305,7 +308,13 @@ func (m *Model) resolve() error {
 	if err != nil {
 		return err
 	}
-	if rd != kl {
+	switch {
+	case rd != kl && decl.PartialRotary:
+		if rd == 0 || rd > kl || rd%2 != 0 {
+			return fmt.Errorf("%w: %s: metadata %q = %d: want an even rotary width in (0, %d]", ErrFormat, path, a+".rope.dimension_count", rd, kl)
+		}
+		cfg["partial_rotary_factor"] = float64(rd) / float64(kl) // Spec.RotaryDim gives rd back (checked below)
+	case rd != kl:
 		return fmt.Errorf("%w: %s: metadata %q = %d: partial rotary embeddings (head size %d) are not supported", ErrUnsupported, path, a+".rope.dimension_count", rd, kl)
 	}
 	eps, err := m.metaFloat(a+".attention.layer_norm_rms_epsilon", math.NaN())
@@ -357,6 +366,9 @@ func (m *Model) resolve() error {
 	}
 	if m.Spec, err = arch.For(m.Config); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if decl.PartialRotary && m.Spec.RotaryDim != int(rd) {
+		return fmt.Errorf("%w: %s: metadata %q = %d is not int(head_dim · partial_rotary_factor) = %d", ErrUnsupported, path, a+".rope.dimension_count", rd, m.Spec.RotaryDim)
 	}
 	if err := m.checkRopeFreqs(); err != nil {
 		return err
@@ -427,6 +439,9 @@ func (m *Model) checkTensors() error {
 				return fmt.Errorf("%w: %s: tensor %q: expert %d of %d", ErrFormat, ti.File, g, tn.Expert, m.Spec.MoE.Experts)
 			}
 		}
+		if tn.Shape != nil && sameShape(ti.Dims, withoutOnes(want)) {
+			want = withoutOnes(want) // written without its size-1 dimensions
+		}
 		if !sameShape(ti.Dims, want) {
 			what := fmt.Sprintf("the reverse of %s's %v", ts.Name, ts.Shape)
 			if tn.Expert >= 0 {
@@ -470,6 +485,17 @@ func sameShape(ne []int64, hf []int) bool {
 		}
 	}
 	return true
+}
+
+// withoutOnes returns s without its size-1 dimensions.
+func withoutOnes(s []int) []int {
+	var out []int
+	for _, d := range s {
+		if d != 1 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func reversed(s []int) []int {

@@ -319,3 +319,52 @@ func TestGGUFUnusedTensors(t *testing.T) {
 		t.Errorf("Check with nothing read: %v", err)
 	}
 }
+
+// TestQwen35GGUFOnEmu: the F32 GGUF conversions of the qwen3_5 and
+// qwen3_5_moe fixtures (llama.cpp's layout: gains 1 + w, −exp(A_log),
+// tiled value heads — out_proj's columns are moved on the host —, conv1d
+// squeezed, stacked experts) run on the emulator: in fp32 within the
+// weight-only tolerance of docs/cuda.md (max |ΔNLL| 1e-4, mean 2e-5) of
+// the float64 reference on the same file, and against the emulator on
+// the safetensors model the difference is the stored float32 transforms'
+// (logged).
+func TestQwen35GGUFOnEmu(t *testing.T) {
+	for _, a := range []string{"qwen3_5", "qwen3_5_moe"} {
+		t.Run(a, func(t *testing.T) {
+			dir, path := ggufFixture(t, a, func(o *fixtures.Options) { o.Config = nil })
+			g := openGGUF(t, path)
+			toks := testTokens(48, g.Config.VocabSize, 5)
+			rb, err := reference.NewGGUF(g, reference.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := scoreNLL(t, rb, toks)
+			rb.Close()
+			got := scoreNLL(t, emuGGUF(t, g, "fp32"), toks)
+			var maxd, sum float64
+			for i := range got {
+				d := math.Abs(got[i] - ref[i])
+				maxd, sum = max(maxd, d), sum+d
+			}
+			mean := sum / float64(len(got))
+			ck := openModel(t, dir)
+			sb, err := cuda.New(ck, emuDevices(t, 1, 1<<30), cuda.Options{Name: "emu", Precision: "fp32", MaxTokens: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := scoreNLL(t, sb, toks)
+			sb.Close()
+			var maxs float64
+			for i := range got {
+				maxs = max(maxs, math.Abs(got[i]-st[i]))
+			}
+			t.Logf("%s fp32: emu GGUF vs reference GGUF max |ΔNLL| %.3g mean %.3g; vs emu safetensors max %.3g", a, maxd, mean, maxs)
+			if !(maxd <= 1e-4) || !(mean <= 2e-5) {
+				t.Fatalf("emu vs reference on the GGUF: max %g mean %g", maxd, mean)
+			}
+			if !(maxs <= 1e-4) {
+				t.Fatalf("emu on the GGUF vs emu on the safetensors model: max %g", maxs)
+			}
+		})
+	}
+}

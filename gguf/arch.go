@@ -46,7 +46,23 @@ type Arch struct {
 	// naming the config.json key) and returns the architecture's own
 	// metadata, written after the common keys.
 	Convert func(s *arch.Spec) ([]KV, error)
+	// Globals returns the layer-independent tensors (the embedding first,
+	// then those written after the layers); nil is globalNames.
+	Globals func(s *arch.Spec) []TensorName
+	// OwnKeys are <arch>.* key suffixes (attention.key_length, ...) that
+	// the architecture reads in Config and writes in Convert itself, for
+	// per-layer values the common reading would refuse; OwnRopeFreqs: it
+	// reads rope_freqs.weight itself (Config) and writes it (Tensors).
+	OwnKeys      []string
+	OwnRopeFreqs bool
+	// Tensors returns tensors the converter writes beside the Hugging
+	// Face ones (gemma4's rope_freqs.weight).
+	Tensors func(s *arch.Spec) ([]WriteTensor, error)
 }
+
+// owns reports whether the architecture reads and writes <arch>.suffix
+// itself.
+func (a Arch) owns(suffix string) bool { return slices.Contains(a.OwnKeys, suffix) }
 
 // TensorName maps one Hugging Face tensor onto its GGUF tensor.
 type TensorName struct {
@@ -66,7 +82,7 @@ type TensorName struct {
 
 // archs lists every GGUF architecture package gguf reads and writes.
 func archs() []Arch {
-	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch()}
+	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), gemma2Arch(), gemma3Arch(), gemma4Arch()}
 }
 
 // archNames returns the general.architecture values of archs.
@@ -187,6 +203,9 @@ type tensorTable struct {
 func newTensorTable(a Arch, s *arch.Spec) (*tensorTable, error) {
 	t := &tensorTable{byHF: map[string]TensorName{}}
 	g := globalNames(s)
+	if a.Globals != nil {
+		g = a.Globals(s)
+	}
 	add := func(tn TensorName) error {
 		if tn.GGUF == "" {
 			return fmt.Errorf("%w: GGUF architecture %q has no tensor name for %s", ErrUnsupported, a.Name, tn.HF)

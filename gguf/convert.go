@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/qppl/qppl/arch"
@@ -97,6 +98,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		{a + ".rope.dimension_count", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".vocab_size", Uint32Value(uint32(spec.Vocab))},
 	}
+	kvs = slices.DeleteFunc(kvs, func(kv KV) bool { return decl.owns(strings.TrimPrefix(kv.Key, a+".")) })
 	kvs = append(kvs, archKVs...)
 	kvs = append(kvs, KV{"general.file_type", Uint32Value(fileType)}, KV{"general.quantization_version", Uint32Value(2)})
 	var ropeFreqs []byte
@@ -142,6 +144,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	used := map[string]bool{}
 	var ts []WriteTensor
+	var residuals []KV // ResidualPrefix keys, written after the others
 	// read returns a Hugging Face tensor's values (the architecture's
 	// ToGGUF applied).
 	read := func(tn TensorName) ([]float64, []int, error) {
@@ -151,7 +154,15 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		}
 		used[tn.HF] = true
 		if tn.ToGGUF != nil {
+			orig := append([]float64(nil), vals...)
 			tn.ToGGUF(vals)
+			kv, ok, err := residualKV(tn, orig, vals)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+			}
+			if ok {
+				residuals = append(residuals, kv)
+			}
 		}
 		return vals, shape, nil
 	}
@@ -214,6 +225,13 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		ts = append(ts, WriteTensor{Name: g, Dims: dims, Type: typ, Data: data})
 		return nil
 	}
+	if decl.Tensors != nil {
+		extra, err := decl.Tensors(spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+		}
+		ts = append(ts, extra...)
+	}
 	if ropeFreqs != nil {
 		ts = append(ts, WriteTensor{Name: ropeFreqsName, Dims: []int64{int64(spec.HeadDim / 2)}, Type: F32, Data: ropeFreqs})
 	}
@@ -270,7 +288,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	if len(unused) > 0 {
 		return nil, nil, fmt.Errorf("%w: %s: convert: %d tensors the %s architecture does not use: %s", ErrUnsupported, m.Dir, len(unused), cfg.ModelType, strings.Join(unused, ", "))
 	}
-	return kvs, ts, nil
+	return append(kvs, residuals...), ts, nil
 }
 
 // ConvertFile converts the checkpoint directory dir into the GGUF file out

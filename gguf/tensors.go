@@ -145,7 +145,11 @@ func (m *Model) Float64(hf string) ([]float64, []int, error) {
 		return nil, nil, err
 	}
 	if tn, _ := m.hfName(hf); tn.FromGGUF != nil {
+		stored := append([]float64(nil), dst...)
 		tn.FromGGUF(dst)
+		if err := m.applyResidual(tn, stored, dst); err != nil {
+			return nil, nil, err
+		}
 	}
 	return dst, shape, nil
 }

@@ -73,8 +73,9 @@ func (m *Model) applyResidual(tn TensorName, stored, dst []float64) error {
 	return nil
 }
 
-// checkResiduals refuses residual keys of tensors the model has no
-// transformed tensor for.
+// checkResiduals validates every residual key when the model is opened:
+// its tensor must be one the architecture stores transformed, and the
+// residual must have its length and keep every stored value.
 func (m *Model) checkResiduals() error {
 	for _, f := range m.Files[:1] {
 		for _, kv := range f.KVs {
@@ -82,15 +83,26 @@ func (m *Model) checkResiduals() error {
 			if !ok {
 				continue
 			}
-			found := false
-			for _, tn := range m.table.order {
-				if tn.GGUF == name && tn.FromGGUF != nil {
-					found = true
+			var tn *TensorName
+			for i := range m.table.order {
+				if x := &m.table.order[i]; x.GGUF == name && x.FromGGUF != nil {
+					tn = x
 					break
 				}
 			}
-			if !found {
+			ti, ok := m.tensors[name]
+			if tn == nil || !ok {
 				return fmt.Errorf("%w: %s: metadata %q: tensor %q is not stored transformed", ErrFormat, m.Files[0].Path, kv.Key, name)
+			}
+			// Validate it now, not when the tensor is first read.
+			dst := make([]float64, ti.Numel())
+			if err := m.decodeRange(ti, m.owner[name], 0, ti.Numel(), dst); err != nil {
+				return err
+			}
+			stored := append([]float64(nil), dst...)
+			tn.FromGGUF(dst)
+			if err := m.applyResidual(*tn, stored, dst); err != nil {
+				return err
 			}
 		}
 	}

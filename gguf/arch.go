@@ -58,6 +58,10 @@ type Arch struct {
 	// Tensors returns tensors the converter writes beside the Hugging
 	// Face ones (gemma4's rope_freqs.weight).
 	Tensors func(s *arch.Spec) ([]WriteTensor, error)
+	// F32Only, when set, says why the converter writes only F32 files of
+	// this architecture (qppl does not reproduce llama.cpp's type mix for
+	// it).
+	F32Only string
 }
 
 // owns reports whether the architecture reads and writes <arch>.suffix

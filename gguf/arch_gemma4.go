@@ -60,6 +60,10 @@ func gemma4Arch() Arch {
 		Config:       gemma4Config,
 		Convert:      gemma4Convert,
 		Tensors:      gemma4Tensors,
+		// llama_model_quantize keeps per_layer_model_proj in F32, gives
+		// per_layer_token_embd Q8_0 and counts attn_v layers otherwise
+		// (measured on the fixture): not reproduced by filetype.go.
+		F32Only: "llama.cpp's per-tensor types for gemma4 (per_layer_model_proj, per_layer_token_embd, attn_v) are not reproduced by qppl",
 	}
 }
 

@@ -67,6 +67,9 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q (GGUF architectures: %s)", ErrUnsupported, m.Dir, cfg.ModelType, strings.Join(archNames(), ", "))
 	}
 	a := decl.Name
+	if decl.F32Only != "" && ft.Name != "F32" {
+		return nil, nil, fmt.Errorf("%w: %s: convert to %s: %s: write F32 and quantize it with llama-quantize", ErrUnsupported, m.Dir, ft.Name, decl.F32Only)
+	}
 	archKVs, err := decl.Convert(spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)

@@ -238,3 +238,23 @@ func TestConvertQuantizedGemmaMatchesLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// TestLlamaCppGemma3FinalCap: a gemma3 file with
+// gemma3.final_logit_softcapping (cap 5, which the fixture's logits reach)
+// is soft-capped by llama.cpp as by qppl (and transformers).
+func TestLlamaCppGemma3FinalCap(t *testing.T) {
+	h := llamaHelper(t)
+	dir := gemmaFixture(t, "gemma3_text", func(o *fixtures.Options) { o.Config["final_logit_softcapping"] = 5.0 })
+	path := convert(t, dir, gguf.F32)
+	ws := demoWindows(t, dir, 2, 64)
+	want := flatten(nllsOf(t, path, gguf.Options{}, ws))
+	got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, rel := maxAbsDiff(flatten(got), want), math.Abs(ppl(flatten(got))-ppl(want))/ppl(want)
+	t.Logf("gemma3, final cap 5: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", ppl(want), ppl(flatten(got)), rel, d)
+	if !(d < 0.02) || !(rel < 1e-3) {
+		t.Fatalf("llama.cpp differs by up to %g", d)
+	}
+}

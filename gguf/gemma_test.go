@@ -298,3 +298,54 @@ func readF32(t *testing.T, f *gguf.File, name string) []float32 {
 }
 
 func mustStr(v gguf.Value) string { s, _ := v.Str(); return s }
+
+// TestGemma4VariantsGGUF: reference.TestGemma4Variants' configurations
+// that llama.cpp's gemma4 can express (v_proj on the full layers, no
+// per-layer inputs, no or complete KV sharing, single-width MLPs, default
+// layer types, no soft cap, equal head sizes, another proportional RoPE)
+// convert to F32 GGUF files whose reference NLL is the safetensors one to
+// 1e-12 — the scalar and per-layer forms of head_count_kv and
+// feed_forward_length, an absent PLE and the rope_freqs pattern all read
+// back; those it cannot (attention biases, a RoPE factor) are refused.
+func TestGemma4VariantsGGUF(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		config map[string]any
+		refuse string
+	}{
+		{"v_proj on full layers", map[string]any{"attention_k_eq_v": false}, ""},
+		{"no per-layer inputs", map[string]any{"hidden_size_per_layer_input": nil}, ""},
+		{"no KV sharing", map[string]any{"num_kv_shared_layers": 0}, ""},
+		{"KV sharing of every layer is none", map[string]any{"num_kv_shared_layers": 4}, ""},
+		{"single-width MLP", map[string]any{"use_double_wide_mlp": false}, ""},
+		{"default layer types, window 8", map[string]any{"layer_types": nil, "sliding_window": 8, "num_kv_shared_layers": 0}, ""},
+		{"no final soft cap", map[string]any{"final_logit_softcapping": nil}, ""},
+		{"global head_dim = head_dim", map[string]any{"global_head_dim": 24}, ""},
+		{"proportional RoPE: 3/8 rotated", map[string]any{"rope_parameters": map[string]any{
+			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 500.0},
+			"full_attention":    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.375, "rope_theta": 10000.0},
+		}}, ""},
+		{"attention biases", map[string]any{"attention_bias": true}, "attention_bias"},
+		{"RoPE factor", map[string]any{"rope_parameters": map[string]any{
+			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 10000.0},
+			"full_attention":    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6, "factor": 2.0},
+		}}, "factor"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := gemmaFixture(t, "gemma4_text", func(o *fixtures.Options) { o.Config = c.config })
+			if c.refuse != "" {
+				err := gguf.ConvertFile(dir, filepath.Join(t.TempDir(), "x.gguf"), gguf.ConvertOptions{Type: gguf.F32})
+				if !errors.Is(err, gguf.ErrUnsupported) || !strings.Contains(err.Error(), c.refuse) {
+					t.Fatalf("got %v, want a refusal naming %q", err, c.refuse)
+				}
+				return
+			}
+			ws := testWindows(512)
+			want := safetensorsNLL(t, dir, ws)
+			got := ggufNLL(t, convert(t, dir, gguf.F32), gguf.Options{}, ws)
+			if d := maxAbsDiff(got, want); !(d <= 1e-12) {
+				t.Fatalf("GGUF NLL differs from safetensors by up to %g", d)
+			}
+		})
+	}
+}

@@ -258,3 +258,31 @@ func TestLlamaCppGemma3FinalCap(t *testing.T) {
 		t.Fatalf("llama.cpp differs by up to %g", d)
 	}
 }
+
+// TestLlamaCppGemma4Variant: the other forms of gemma4's metadata —
+// full layers with their own attn_v and kv heads (a scalar head_count_kv),
+// no per-layer inputs (embedding_length_per_layer_input 0), single-width
+// MLPs (a scalar feed_forward_length), 3/8 of the full layers' frequencies
+// rotated — are read by llama.cpp as by qppl.
+func TestLlamaCppGemma4Variant(t *testing.T) {
+	h := llamaHelper(t)
+	dir := gemmaFixture(t, "gemma4_text", func(o *fixtures.Options) {
+		o.Config = map[string]any{"attention_k_eq_v": false, "hidden_size_per_layer_input": nil, "use_double_wide_mlp": false,
+			"rope_parameters": map[string]any{
+				"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 500.0},
+				"full_attention":    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.375, "rope_theta": 10000.0},
+			}}
+	})
+	path := convert(t, dir, gguf.F32)
+	ws := demoWindows(t, dir, 2, 64)
+	want := flatten(nllsOf(t, path, gguf.Options{}, ws))
+	got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, rel := maxAbsDiff(flatten(got), want), math.Abs(ppl(flatten(got))-ppl(want))/ppl(want)
+	t.Logf("gemma4 variant: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", ppl(want), ppl(flatten(got)), rel, d)
+	if !(d < 0.02) || !(rel < 1e-3) {
+		t.Fatalf("llama.cpp differs by up to %g", d)
+	}
+}

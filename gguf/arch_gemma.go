@@ -21,8 +21,9 @@ import (
 //     what transformers' Gemma2RMSNorm computes ((1.0 + weight.float())
 //     in float32) and differs from qppl's float64 1 + w when 1 + w is not
 //     a float32 — bf16 weights of magnitude ≥ 2^-16 give a float32 1 + w,
-//     float32 weights generally do not. gemmaNormExact (below) removes the
-//     difference for qppl's own conversions;
+//     float32 weights generally do not. qppl's converter writes the
+//     rounding remainder as qppl.residual.<tensor> (residual.go), which
+//     removes the difference for its own conversions;
 //   - the embedding scale sqrt(hidden) is not stored (the graph multiplies,
 //     ggml_scale(inpL, sqrtf(n_embd)));
 //   - query_pre_attn_scalar is not stored: llama.cpp's f_attention_scale is
@@ -186,7 +187,7 @@ func swaPatternKV(a string, s *arch.Spec, def int) []KV {
 	return []KV{{key, v}}
 }
 
-// requireFloat reads a float key that must be present, positive and
+// requirePositive reads a float key that must be present, positive and
 // finite.
 func (m *Model) requirePositive(key string) (float64, error) {
 	f, err := m.metaFloat(key, math.NaN())
@@ -200,8 +201,8 @@ func (m *Model) requirePositive(key string) (float64, error) {
 }
 
 // gemmaWindow reads the sliding window and per-layer pattern into cfg
-// (sliding_window, layer_types): def is llama.cpp's window when the key
-// is absent (0: no sliding attention).
+// (sliding_window, layer_types): defWindow is llama.cpp's window when the
+// key is absent (0: no sliding attention), defPeriod its pattern period.
 func (m *Model) gemmaWindow(a string, cfg map[string]any, defWindow, defPeriod int64) error {
 	layers := int(cfg["num_hidden_layers"].(int64))
 	w, err := m.metaInt(a+".attention.sliding_window", defWindow)

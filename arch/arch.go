@@ -164,7 +164,7 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 		Eps: cfg.RMSNormEps, QKVBias: lay.QKVBias, OBias: lay.OBias, QKNorm: lay.QKNorm,
 		FusedQKV: lay.FusedQKV, FusedGateUp: lay.FusedGateUp, MoE: cfg.MoE,
 	}
-	if m := s.MoE; m != nil && fam.MoENames.Block == "" {
+	if m := s.MoE; m != nil && fam.MoENames.Router == "" {
 		return nil, fmt.Errorf("%w: %s: a mixture of experts without tensor names", ErrUnsupported, fam.Name)
 	}
 	if m := s.MoE; m != nil && (m.Experts <= 0 || m.TopK <= 0 || m.TopK > m.Experts || m.Intermediate <= 0 || len(m.Sparse) != cfg.NumHiddenLayers) {
@@ -287,6 +287,11 @@ type Layer struct {
 	// layer_scalar [1]; "" otherwise or without per-layer inputs. K, V and
 	// KNorm are "" on a KV-shared layer, V on a full attention_k_eq_v one.
 	PLEGate, PLEProj, PLENorm, LayerScalar string
+	// Gemma 4 MoE layers (enable_moe_block; the dense MLP stays in Gate,
+	// Up, Down): router.scale [hidden], router.per_expert_scale [experts],
+	// pre_feedforward_layernorm_2, post_feedforward_layernorm_1 and _2
+	// (.weight, [hidden]); "" otherwise.
+	RouterScale, PerExpertScale, PreMoENorm, PostMLPNorm1, PostMoENorm string
 }
 
 // Sparse reports whether layer i's MLP is the mixture of experts.
@@ -297,8 +302,27 @@ func (s *Spec) Sparse(i int) bool { return s.MoE != nil && s.MoE.Sparse[i] }
 // block_sparse_moe.experts.{e}.{w1,w3,w2} for mixtral).
 func (s *Spec) Expert(i, e int) (gate, up, down string) {
 	n := s.Family.MoENames
-	p := fmt.Sprintf("%slayers.%d.%s.experts.%d.", s.prefix(), i, n.Block, e)
+	p := fmt.Sprintf("%slayers.%d.%sexperts.%d.", s.prefix(), i, n.block(), e)
 	return p + n.Gate, p + n.Up, p + n.Down
+}
+
+// FusedExperts returns the tensor names of MoE layer i's experts as
+// transformers ≥ 5 holds them, fused and 3-D (Qwen3MoeExperts,
+// Qwen3_5MoeExperts, Gemma4TextExperts: experts.gate_up_proj [E, 2·I,
+// hidden], gate rows first; experts.down_proj [E, hidden, I]). Package
+// quant opens expert e's Expert(i, e) modules from them when the
+// per-expert tensors are absent (quant/fused.go).
+func (s *Spec) FusedExperts(i int) (gateUp, down string) {
+	p := fmt.Sprintf("%slayers.%d.%sexperts.", s.prefix(), i, s.Family.MoENames.block())
+	return p + "gate_up_proj", p + "down_proj"
+}
+
+// block is Block followed by a dot, or "" without a block.
+func (n MoENames) block() string {
+	if n.Block == "" {
+		return ""
+	}
+	return n.Block + "."
 }
 
 // Layer returns the tensor names of decoder layer i.
@@ -325,7 +349,7 @@ func (s *Spec) Layer(i int) Layer {
 	}
 	if s.Sparse(i) {
 		n := s.Family.MoENames
-		l.Gate, l.Up, l.Down, l.Router = "", "", "", p+n.Block+"."+n.Router
+		l.Gate, l.Up, l.Down, l.Router = "", "", "", p+n.block()+n.Router
 		if s.MoE.SharedIntermediate > 0 {
 			se := p + n.Block + ".shared_expert."
 			l.SharedGate, l.SharedUp, l.SharedDown = se+"gate_proj", se+"up_proj", se+"down_proj"
@@ -343,6 +367,9 @@ func (s *Spec) Layer(i int) Layer {
 		l.LayerScalar = p + "layer_scalar"
 		if g.PLE > 0 {
 			l.PLEGate, l.PLEProj, l.PLENorm = p+"per_layer_input_gate", p+"per_layer_projection", p+"post_per_layer_input_norm.weight"
+		}
+		if s.Sparse(i) {
+			s.gemma4MoELayer(&l)
 		}
 	}
 	if s.QKVBias {

@@ -15,7 +15,7 @@
 // head of q and k before RoPE and takes head_dim from config.json, mistral is
 // llama with its own defaults. qwen3_moe and mixtral replace the MLP of
 // their sparse layers by a mixture of experts (Config.MoE: a router Linear,
-// softmax, top-k with the lower index first on ties, optional
+// softmax, top-k with ties as torch.topk's CPU kernel leaves them, optional
 // renormalisation, the weighted sum of the chosen SiLU-gated experts),
 // named by the family's MoENames; phi3 fuses q/k/v into qkv_proj and
 // gate/up into gate_up_proj (Layout.FusedQKV, FusedGateUp). For returns an error (wrapping

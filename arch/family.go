@@ -42,7 +42,9 @@ type Family struct {
 
 // MoENames are the module names of a mixture-of-experts layer, relative to
 // "model.layers.{i}.": the router is Block.Router, expert e's projections
-// Block.experts.{e}.{Gate,Up,Down}.
+// Block.experts.{e}.{Gate,Up,Down}. Block is "" when the router and the
+// experts sit directly under the layer (gemma4: router.proj,
+// experts.{e}.gate_proj).
 type MoENames struct {
 	Block, Router, Gate, Up, Down string
 }
@@ -105,6 +107,14 @@ type Fixture struct {
 	// Nest, when set, rewrites the finished flat config.json object into
 	// the family's nested form (a multimodal wrapper with text_config).
 	Nest func(flat map[string]any) map[string]any
+	// Variants are named config.json overrides that make a fixture of
+	// another kind of the family (gemma4_text "moe"): package fixtures'
+	// Options.Variant, qppl fixture --variant.
+	Variants map[string]map[string]any
+	// FusedExperts: the fixture stores its MoE experts fused and 3-D
+	// (Spec.FusedExperts), as the family's BF16 release does (gemma4);
+	// else per expert. Options.FusedExperts overrides it.
+	FusedExperts bool
 	// Extra are tensors a real checkpoint of the family holds beside the
 	// text decoder, which qppl ignores (a vision tower); fixtures write
 	// them with small random values.

@@ -56,9 +56,39 @@ import (
 //   - Gemma4ForCausalLM: tied head by default; final_logit_softcapping
 //     when set.
 //
-// Not read (refused): enable_moe_block (the MoE variant),
-// use_bidirectional_attention "all", RoPE types other than default
-// (sliding) and proportional (full).
+// The mixture of experts (enable_moe_block, Gemma 4 26B-A4B), read from
+// modeling_gemma4.py at commit c308a309e651 (Gemma4TextRouter,
+// Gemma4TextExperts, Gemma4TextDecoderLayer.__init__ and forward) and
+// configuration_gemma4.py (num_experts, top_k_experts,
+// moe_intermediate_size: None by default, required here):
+//
+//   - every layer has the block when enable_moe_block (no sparse step, no
+//     dense-only list), beside the dense MLP, which stays;
+//   - Gemma4TextRouter on the residual r (the attention block's output
+//     added to the stream, not the pre-feed-forward norm's output):
+//     z = norm(r) · scale · hidden^-0.5 (norm: Gemma4RMSNorm with_scale=False,
+//     scale: router.scale [hidden]), logits = proj(z) (router.proj, no bias),
+//     p = softmax(logits), the top_k_experts largest p (torch.topk),
+//     renormalised to sum 1, then each multiplied by
+//     router.per_expert_scale[expert];
+//   - Gemma4TextExperts on pre_feedforward_layernorm_2(r): expert e is
+//     down_e(gelu_tanh(gate_e x) · up_e x), hidden_activation as the dense
+//     MLP's, with gate, up = (x · gate_up_proj[e]ᵀ).chunk(2) (gate rows
+//     first), each expert's rows scaled by their routing weight and
+//     index_add_'ed in ascending expert order;
+//   - the layer: h1 = post_feedforward_layernorm_1(mlp(
+//     pre_feedforward_layernorm r)), h2 = post_feedforward_layernorm_2(
+//     experts(...)), x = r + post_feedforward_layernorm(h1 + h2).
+//
+// Experts are stored fused and 3-D in the released BF16 checkpoints
+// (experts.gate_up_proj [E, 2·I, hidden], experts.down_proj [E, hidden,
+// I]; Spec.FusedExperts) and per expert (experts.{e}.{gate,up,down}_proj,
+// 2-D) in quantized ones: vLLM's models/gemma4.py (Gemma4Model.load_weights,
+// expert_params_mapping; Gemma4ForCausalLM.load_weights._weight_iterator
+// explodes the 3-D tensors) reads both. Ties in top-k: see qwen3_moe.go.
+//
+// Not read (refused): use_bidirectional_attention "all", RoPE types other
+// than default (sliding) and proportional (full).
 func gemma4Text() Family {
 	return Family{
 		Name: "gemma4_text", Class: "Gemma4ForCausalLM",
@@ -67,11 +97,19 @@ func gemma4Text() Family {
 		Layout: func(c *checkpoint.Config) Layout {
 			return Layout{QKVBias: c.AttentionBias, OBias: c.AttentionBias, QKNorm: true, EmbedScale: true, SandwichNorms: true}
 		},
+		MoENames: MoENames{Router: "router.proj", Gate: "gate_proj", Up: "up_proj", Down: "down_proj"},
 		Fixture: Fixture{
 			Tied:    true,
 			HeadDim: 24,
 			Layers:  4,
 			Config:  gemma4FixtureConfig,
+			// moe: the 26B-A4B kind (8 experts of width 16, top 2, on every
+			// layer beside the dense MLP), experts stored fused as its BF16
+			// release stores them.
+			Variants: map[string]map[string]any{
+				"moe": {"enable_moe_block": true, "num_experts": 8, "top_k_experts": 2, "moe_intermediate_size": 16},
+			},
+			FusedExperts: true,
 		},
 	}
 }
@@ -186,10 +224,10 @@ func gemma4Quirks(r *checkpoint.ConfigReader, c *checkpoint.Config) {
 			r.Fail(k, "null is not a valid Gemma 4 %s", k)
 		}
 	}
-	if r.Bool("enable_moe_block", false) {
-		r.Fail("enable_moe_block", "the Gemma 4 mixture-of-experts layers (router, experts.gate_up_proj/down_proj) are not supported yet")
-	}
 	L := c.NumHiddenLayers
+	if r.Bool("enable_moe_block", false) {
+		gemma4MoE(r, c)
+	}
 	g := &Gemma4{Full: make([]bool, L), FullFactor: 1, SlidingTheta: 10000, FullTheta: 1e6, FullPartial: 0.25}
 	types := readLayerTypes(r, L)
 	for i := range g.Full {
@@ -254,6 +292,49 @@ func gemma4Quirks(r *checkpoint.ConfigReader, c *checkpoint.Config) {
 	}
 	gemma4Rope(r, c, g)
 	c.FamilySettings = g
+}
+
+// gemma4MoE reads the mixture of experts: Gemma4TextExperts and
+// Gemma4TextRouter need num_experts, top_k_experts and
+// moe_intermediate_size (None by default); every layer has the block and
+// the top-k weights are always renormalised.
+func gemma4MoE(r *checkpoint.ConfigReader, c *checkpoint.Config) {
+	for _, k := range []string{"num_experts", "top_k_experts", "moe_intermediate_size"} {
+		if !r.Has(k) || r.IsNull(k) {
+			r.Fail(k, "enable_moe_block needs %s (Gemma4TextConfig's default is None)", k)
+			return
+		}
+	}
+	m := &checkpoint.MoE{
+		Experts:      r.Positive("num_experts", 1),
+		TopK:         r.Positive("top_k_experts", 1),
+		Intermediate: r.Positive("moe_intermediate_size", 1),
+		NormTopK:     true,
+		Sparse:       make([]bool, c.NumHiddenLayers),
+	}
+	if r.Err() != nil {
+		return
+	}
+	if m.TopK > m.Experts {
+		r.Fail("top_k_experts", "%d exceeds num_experts %d", m.TopK, m.Experts)
+		return
+	}
+	for i := range m.Sparse {
+		m.Sparse[i] = true
+	}
+	c.MoE = m
+}
+
+// gemma4MoELayer names a Gemma 4 MoE layer's tensors in l: the dense MLP
+// stays (Layer cleared it for the experts), the router's Linear is
+// router.proj (MoENames), its vectors and the block's three norms.
+func (s *Spec) gemma4MoELayer(l *Layer) {
+	p := l.Prefix
+	l.Gate, l.Up, l.Down = p+"mlp.gate_proj", p+"mlp.up_proj", p+"mlp.down_proj"
+	l.RouterScale, l.PerExpertScale = p+"router.scale", p+"router.per_expert_scale"
+	l.PreMoENorm = p + "pre_feedforward_layernorm_2.weight"
+	l.PostMLPNorm1 = p + "post_feedforward_layernorm_1.weight"
+	l.PostMoENorm = p + "post_feedforward_layernorm_2.weight"
 }
 
 // gemma4Rope reads rope_parameters: {"sliding_attention": {rope_type
@@ -353,7 +434,8 @@ func gemma4Check(s *Spec) error {
 
 // gemma4Linears is LayerLinears for Gemma 4: q, k, v (those the layer
 // has), o at the layer's head size and key/value heads, gate, up, down at
-// its MLP width, then per_layer_input_gate and per_layer_projection.
+// its MLP width, in a MoE layer the router and each expert's gate, up,
+// down, then per_layer_input_gate and per_layer_projection.
 func (s *Spec) gemma4Linears(i int) []Linear {
 	l := s.Layer(i)
 	d := s.LayerHeadDim(i)
@@ -369,6 +451,17 @@ func (s *Spec) gemma4Linears(i int) []Linear {
 		Linear{l.Gate, w, s.Hidden, false, ProjGate, -1},
 		Linear{l.Up, w, s.Hidden, false, ProjUp, -1},
 		Linear{l.Down, s.Hidden, w, false, ProjDown, -1})
+	if s.Sparse(i) {
+		m := s.MoE
+		out = append(out, Linear{l.Router, m.Experts, s.Hidden, false, ProjRouter, -1})
+		for e := 0; e < m.Experts; e++ {
+			g, u, dn := s.Expert(i, e)
+			out = append(out,
+				Linear{g, m.Intermediate, s.Hidden, false, ProjGate, e},
+				Linear{u, m.Intermediate, s.Hidden, false, ProjUp, e},
+				Linear{dn, s.Hidden, m.Intermediate, false, ProjDown, e})
+		}
+	}
 	if p := s.Gemma4.PLE; p > 0 {
 		out = append(out, Linear{l.PLEGate, p, s.Hidden, false, ProjPLEGate, -1},
 			Linear{l.PLEProj, s.Hidden, p, false, ProjPLEProj, -1})
@@ -405,6 +498,11 @@ func (s *Spec) gemma4Dense() []TensorShape {
 		}
 		out = append(out, TensorShape{l.MLPNorm, []int{s.Hidden}}, TensorShape{l.PostAttnNorm, []int{s.Hidden}},
 			TensorShape{l.PostMLPNorm, []int{s.Hidden}})
+		if s.Sparse(i) {
+			out = append(out, TensorShape{l.RouterScale, []int{s.Hidden}}, TensorShape{l.PerExpertScale, []int{s.MoE.Experts}},
+				TensorShape{l.PreMoENorm, []int{s.Hidden}}, TensorShape{l.PostMLPNorm1, []int{s.Hidden}},
+				TensorShape{l.PostMoENorm, []int{s.Hidden}})
+		}
 		if l.PLENorm != "" {
 			out = append(out, TensorShape{l.PLENorm, []int{s.Hidden}})
 		}

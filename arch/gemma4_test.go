@@ -84,11 +84,39 @@ func TestGemma4Config(t *testing.T) {
 		t.Errorf("shared layer linears %v, want %v", mods, want)
 	}
 
+	// enable_moe_block: every layer keeps its dense MLP and adds the router
+	// and experts (Gemma4TextDecoderLayer.__init__).
+	ms, err := gemma4Spec(t, map[string]any{"enable_moe_block": true, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods = nil
+	for _, l := range ms.LayerLinears(3) {
+		if l.Expert <= 0 {
+			mods = append(mods, l.Module)
+		}
+	}
+	if want := []string{"model.layers.3.self_attn.q_proj", "model.layers.3.self_attn.k_proj", "model.layers.3.self_attn.v_proj", "model.layers.3.self_attn.o_proj", "model.layers.3.mlp.gate_proj", "model.layers.3.mlp.up_proj", "model.layers.3.mlp.down_proj",
+		"model.layers.3.router.proj", "model.layers.3.experts.0.gate_proj", "model.layers.3.experts.0.up_proj", "model.layers.3.experts.0.down_proj",
+		"model.layers.3.per_layer_input_gate", "model.layers.3.per_layer_projection"}; !slices.Equal(mods, want) {
+		t.Errorf("MoE layer linears %v, want %v", mods, want)
+	}
+	if gu, dn := ms.FusedExperts(0); gu != "model.layers.0.experts.gate_up_proj" || dn != "model.layers.0.experts.down_proj" {
+		t.Errorf("fused experts %s, %s", gu, dn)
+	}
+	if l := ms.Layer(1); l.RouterScale != "model.layers.1.router.scale" || l.PerExpertScale != "model.layers.1.router.per_expert_scale" ||
+		l.PreMoENorm != "model.layers.1.pre_feedforward_layernorm_2.weight" || l.PostMLPNorm1 != "model.layers.1.post_feedforward_layernorm_1.weight" ||
+		l.PostMoENorm != "model.layers.1.post_feedforward_layernorm_2.weight" || !ms.Sparse(0) || !ms.Sparse(3) || !ms.MoE.NormTopK {
+		t.Errorf("MoE layer %+v", l)
+	}
+
 	for _, c := range []struct {
 		extra map[string]any
 		key   string
 	}{
-		{map[string]any{"enable_moe_block": true}, "enable_moe_block"},
+		{map[string]any{"enable_moe_block": true}, "num_experts"}, // Gemma4TextConfig's default None
+		{map[string]any{"enable_moe_block": true, "num_experts": 4, "top_k_experts": 5, "moe_intermediate_size": 8}, "top_k_experts"},
+		{map[string]any{"enable_moe_block": true, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": nil}, "moe_intermediate_size"},
 		{map[string]any{"hidden_activation": "silu"}, "hidden_activation"},
 		{map[string]any{"use_bidirectional_attention": "all"}, "use_bidirectional_attention"},
 		{map[string]any{"attention_k_eq_v": true}, "num_global_key_value_heads"},

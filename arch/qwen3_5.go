@@ -91,11 +91,12 @@ func qwen35() Family {
 //     SiLU MLP of width shared_expert_intermediate_size, shared_expert_gate
 //     a Linear [1, hidden] without bias.
 //
-// Experts: transformers holds them fused (mlp.experts.gate_up_proj
-// [E, 2·I, hidden], mlp.experts.down_proj [E, hidden, I]); qppl reads the
-// per-expert layout mlp.experts.{e}.{gate,up,down}_proj that quantized
-// checkpoints (llm-compressor, one Linear per expert) store. Ties in top-k:
-// see qwen3_moe.go.
+// Experts: transformers holds them fused (Qwen3_5MoeExperts:
+// mlp.experts.gate_up_proj [E, 2·I, hidden], gate rows first,
+// mlp.experts.down_proj [E, hidden, I]), as the BF16 release stores them;
+// quantized checkpoints (llm-compressor, one Linear per expert) store
+// mlp.experts.{e}.{gate,up,down}_proj. qppl reads both (Spec.FusedExperts,
+// quant/fused.go). Ties in top-k: see qwen3_moe.go.
 func qwen35MoE() Family {
 	return Family{
 		Name: "qwen3_5_moe", Class: "Qwen3_5MoeForConditionalGeneration", Aliases: []string{"qwen3_5_moe_text"},

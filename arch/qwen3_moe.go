@@ -25,15 +25,22 @@ import "github.com/qppl/qppl/checkpoint"
 //     a Qwen3MoeMLP(moe_intermediate_size) (down(silu(gate(x)) · up(x)));
 //   - Qwen3MoeAttention: as Qwen3Attention (q_norm, k_norm on head_dim).
 //
-// Ties in torch.topk: its CPU kernel (aten TopKImpl.h, std::partial_sort or
-// nth_element with a comparator on values only) leaves the order of equal
-// values unspecified, so no rule matches torch on every input; qppl's
-// backends and oracle take the lower expert index first (a stable
-// descending sort), which only matters when two of a token's routing
-// probabilities are exactly equal at the k-th place.
+// Ties in torch.topk: its CPU kernel (aten TopKImpl.h, topk_impl_loop)
+// runs std::partial_sort (k·64 ≤ experts) or std::nth_element then
+// std::sort on (value, index) pairs with a comparator on values only, so
+// equal probabilities come out in the order libstdc++'s algorithms leave
+// them (zero logits over 8 experts, top 2: experts 6 and 5). qppl's
+// backends and oracle choose as that CPU kernel does
+// (internal/torchtopk, checked against torch's output); it matters only
+// when two of a token's routing probabilities are exactly equal at the
+// k-th place. torch's CUDA topk may order such ties otherwise.
 //
 // Experts are stored per expert as mlp.experts.{e}.{gate,up,down}_proj
-// (the layout of the released checkpoints).
+// (the layout of the released checkpoints); transformers ≥ 5 merges them on
+// load into mlp.experts.gate_up_proj [E, 2·I, hidden] (gate rows first) and
+// mlp.experts.down_proj [E, hidden, I] (conversion_mapping.py, "qwen2_moe"
+// entry copied to qwen3_moe: MergeModulelist(dim=0), Concatenate(dim=1)),
+// and a checkpoint saved in that layout is read too (Spec.FusedExperts).
 func qwen3MoE() Family {
 	return Family{
 		Name: "qwen3_moe", Class: "Qwen3MoeForCausalLM",

@@ -71,7 +71,8 @@ func Inspect(m *checkpoint.Model) (*Report, error) {
 var layerRE = regexp.MustCompile(`^model\.(?:language_model\.)?layers\.(\d+)\.`)
 
 // linearModules returns the Linear modules of src (those with a family's
-// marker tensor, weight_packed, or a 2-D weight), sorted by layer then name.
+// marker tensor, weight_packed, or a 2-D weight, and the per-expert modules
+// of fused 3-D experts, see fused.go), sorted by layer then name.
 func linearModules(src Source) []string {
 	set := map[string]bool{}
 	markers := linearMarkers()
@@ -89,6 +90,9 @@ func linearModules(src Source) []string {
 		case slices.Contains(markers, suf):
 			set[mod] = true
 		}
+	}
+	for _, m := range fusedExpertModules(src) { // quant/fused.go
+		set[m] = true
 	}
 	mods := make([]string, 0, len(set))
 	for m := range set {

@@ -110,6 +110,9 @@ func (s *Scheme) Linear(m *checkpoint.Model, module string) (Linear, error) {
 // compressed-tensors tensors (weight_packed, or weight with weight_scale)
 // under the group that targets the module, else a dense weight.
 func (s *Scheme) Open(src Source, module string) (Linear, error) {
+	if tensor, e, r0, rows, ok := fusedExpertOf(src, module); ok { // quant/fused.go
+		return openFusedExpert(src, module, tensor, e, r0, rows)
+	}
 	t := tensors{src, module}
 	l, err := s.open(t)
 	if err != nil {

@@ -47,6 +47,7 @@ type workspace struct {
 	// KV-shared layers read (2·layer: k, 2·layer+1: v).
 	g4ple, g4tmp, g4gate []float64
 	g4kv                 [][]float64
+	g4h1                 []float64 // [T][C] a MoE layer's normed dense MLP output
 }
 
 // headChunk is the number of positions whose logits are materialised at

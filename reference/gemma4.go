@@ -62,6 +62,27 @@ func (m *model) bindGemma4(src source, vec func(string, int) ([]float64, error))
 		if l.layerScalar, err = vec(names.LayerScalar, 1); err != nil {
 			return err
 		}
+		if spec.Sparse(i) {
+			mw := &gemma4MoE{}
+			for _, v := range []struct {
+				dst  *[]float64
+				name string
+				n    int
+			}{{&mw.scale, names.RouterScale, d.C}, {&mw.perExpert, names.PerExpertScale, spec.MoE.Experts},
+				{&mw.preNorm, names.PreMoENorm, d.C}, {&mw.postNorm1, names.PostMLPNorm1, d.C}, {&mw.postNorm2, names.PostMoENorm, d.C}} {
+				if *v.dst, err = vec(v.name, v.n); err != nil {
+					return err
+				}
+			}
+			// Gemma4TextRouter.forward: norm(r) · scale · hidden^-0.5, the
+			// two factors formed once here (in float64: scale_c · C^-½).
+			mw.routerIn = make([]float64, d.C)
+			rs := 1 / math.Sqrt(float64(d.C))
+			for c, v := range mw.scale {
+				mw.routerIn[c] = v * rs
+			}
+			l.g4moe = mw
+		}
 		inv := spec.LayerInvFreq(i)
 		for j, f := range inv {
 			if !(f >= 0) || math.IsInf(f, 0) {
@@ -194,6 +215,11 @@ func (m *model) forwardGemma4(ctx context.Context, ws *workspace, ids []int32, p
 		if err := m.linear(ws, l.lin[arch.ProjDown], nil, ws.gate, T, W, ws.proj, d.C); err != nil {
 			return err
 		}
+		if l.g4moe != nil {
+			if err := m.gemma4Experts(ws, l, li, T, probe); err != nil {
+				return err
+			}
+		}
 		rmsNorm(ws.proj, ws.proj, l.postMLPNorm, T, d.C, d.eps)
 		probe(li, arch.SiteMLPOut, ws.proj, d.C)
 		for i, v := range ws.proj[:T*d.C] {
@@ -231,5 +257,42 @@ func (m *model) forwardGemma4(ctx context.Context, ws *workspace, ids []int32, p
 	}
 	rmsNorm(ws.h, ws.x, m.norm, T, d.C, d.eps)
 	probe(-1, arch.SiteFinalNorm, ws.h, d.C)
+	return nil
+}
+
+// gemma4Experts adds a Gemma 4 MoE block to the dense MLP output in ws.proj
+// (Gemma4TextDecoderLayer.forward with enable_moe_block), the residual r
+// being ws.x:
+//
+//	h1 = post_feedforward_layernorm_1(ws.proj)
+//	z = norm(r) ⊙ scale · C^-½                     (norm: no weight)
+//	routes = top-k of softmax(router.proj(z)), renormalised, · per_expert_scale
+//	h2 = post_feedforward_layernorm_2(Σ w_e · expert_e(pre_feedforward_layernorm_2(r)))
+//	ws.proj = h1 + h2
+//
+// Experts are decoded one at a time, only those some row chose
+// (runExperts).
+func (m *model) gemma4Experts(ws *workspace, l *layerWeights, li, T int, probe probeFunc) error {
+	d, mw, moe := m.dims, l.g4moe, m.spec.MoE
+	ws.g4h1 = grow(ws.g4h1, T*d.C)
+	h1 := ws.g4h1[:T*d.C]
+	rmsNorm(h1, ws.proj, mw.postNorm1, T, d.C, d.eps)
+	rmsNorm(ws.h, ws.x, mw.routerIn, T, d.C, d.eps) // weightless norm, then scale · C^-½
+	E := moe.Experts
+	logits := ws.gate[:T*E]
+	if err := m.linear(ws, l.lin[arch.ProjRouter], nil, ws.h, T, d.C, logits, E); err != nil {
+		return err
+	}
+	probe(li, arch.SiteRouter, logits, E)
+	routes := topKRoutes(logits, T, E, moe.TopK, true, mw.perExpert)
+	rmsNorm(ws.h, ws.x, mw.preNorm, T, d.C, d.eps)
+	out := ws.proj[:T*d.C]
+	if err := m.runExperts(ws, l, routes, ws.h, out, true); err != nil {
+		return err
+	}
+	rmsNorm(out, out, mw.postNorm2, T, d.C, d.eps)
+	for i, v := range h1 {
+		out[i] += v
+	}
 	return nil
 }

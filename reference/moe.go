@@ -2,17 +2,17 @@ package reference
 
 import (
 	"math"
-	"sort"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/detmath"
+	"github.com/qppl/qppl/internal/torchtopk"
 )
 
 // mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
 // the normed rows ws.h into ws.proj (probeRouter sees the router logits):
 //
 //	p = softmax(h·W_routerᵀ)                    per row, float64
-//	S = the TopK largest p (ties: lower expert index first; see arch/qwen3_moe.go)
+//	S = the TopK largest p (ties as torch.topk: internal/torchtopk)
 //	w = p_S, divided by Σ p_S when NormTopK
 //	out = Σ_{e ∈ S, ascending e} w_e · down_e(silu(gate_e(h)) ⊙ up_e(h))
 //
@@ -24,19 +24,36 @@ import (
 func (m *model) mixture(ws *workspace, l *layerWeights, T int, probeRouter func(logits []float64)) error {
 	d := m.dims
 	moe := m.spec.MoE
-	E, k, W := moe.Experts, moe.TopK, moe.Intermediate
+	E := moe.Experts
 	logits := ws.gate[:T*E]
 	if err := m.linear(ws, l.lin[arch.ProjRouter], nil, ws.h, T, d.C, logits, E); err != nil {
 		return err
 	}
 	probeRouter(logits)
-	// routes[e] lists (row, weight) of the rows that chose expert e.
-	type route struct {
-		row int
-		w   float64
+	routes := topKRoutes(logits, T, E, moe.TopK, moe.NormTopK, nil)
+	if err := m.runExperts(ws, l, routes, ws.h, ws.proj[:T*d.C], false); err != nil {
+		return err
 	}
+	if moe.SharedIntermediate > 0 {
+		return m.sharedExpert(ws, l, T)
+	}
+	return nil
+}
+
+// route is one row routed to an expert, with its routing weight.
+type route struct {
+	row int
+	w   float64
+}
+
+// topKRoutes turns router logits [T][E] into routes[e], the rows that
+// chose expert e in ascending row order: per row p = softmax(logits), the
+// k largest p as torch.topk chooses them on the CPU, ties included
+// (internal/torchtopk; see arch/qwen3_moe.go),
+// each weight p_e, divided by their sum when norm, then multiplied by
+// scale[e] when scale is not nil (gemma4's per_expert_scale).
+func topKRoutes(logits []float64, T, E, k int, norm bool, scale []float64) [][]route {
 	routes := make([][]route, E)
-	order := make([]int, E)
 	p := make([]float64, E)
 	for t := 0; t < T; t++ {
 		row := logits[t*E : (t+1)*E]
@@ -51,45 +68,64 @@ func (m *model) mixture(ws *workspace, l *layerWeights, T int, probeRouter func(
 		}
 		for e := range p {
 			p[e] /= sum
-			order[e] = e
 		}
-		sort.SliceStable(order, func(a, b int) bool { return p[order[a]] > p[order[b]] })
+		chosen := torchtopk.Indices(p, k)
 		var top float64
-		for _, e := range order[:k] {
+		for _, e := range chosen {
 			top += p[e]
 		}
-		for _, e := range order[:k] {
+		for _, e := range chosen {
 			w := p[e]
-			if moe.NormTopK {
+			if norm {
 				w /= top
+			}
+			if scale != nil {
+				w *= scale[e]
 			}
 			routes[e] = append(routes[e], route{t, w})
 		}
 	}
-	out := ws.proj[:T*d.C]
+	return routes
+}
+
+// runExperts sets out [T][C] to Σ_e Σ_{(row, w) ∈ routes[e]} w ·
+// expert_e(in[row]), experts in ascending order, each expert
+// down(act(gate x) ⊙ up x) with act silu, or gelu_tanh when gelu. Each
+// expert that some row chose is decoded (through m.linear, into the
+// scratch buffer) only then, one at a time, and runs on exactly the rows
+// routed to it, gathered into ws.moeIn — as transformers passes
+// hidden_states[top_x] to the expert, so an activation quantizer sees the
+// same rows. Experts no row chose are never decoded.
+func (m *model) runExperts(ws *workspace, l *layerWeights, routes [][]route, in, out []float64, gelu bool) error {
+	d := m.dims
+	W := m.spec.MoE.Intermediate
 	clear(out)
 	for e, rs := range routes {
 		if len(rs) == 0 {
 			continue
 		}
 		n := len(rs)
-		in := ws.moeIn[:n*d.C]
+		x := ws.moeIn[:n*d.C]
 		for i, r := range rs {
-			copy(in[i*d.C:(i+1)*d.C], ws.h[r.row*d.C:(r.row+1)*d.C])
+			copy(x[i*d.C:(i+1)*d.C], in[r.row*d.C:(r.row+1)*d.C])
 		}
-		x := &l.experts[e]
+		ex := &l.experts[e]
 		gate, up := ws.gate[:n*W], ws.up[:n*W]
-		if err := m.linear(ws, x[arch.ProjGate], nil, in, n, d.C, gate, W); err != nil {
+		if err := m.linear(ws, ex[arch.ProjGate], nil, x, n, d.C, gate, W); err != nil {
 			return err
 		}
-		if err := m.linear(ws, x[arch.ProjUp], nil, in, n, d.C, up, W); err != nil {
+		if err := m.linear(ws, ex[arch.ProjUp], nil, x, n, d.C, up, W); err != nil {
 			return err
 		}
 		for i, g := range gate {
-			gate[i] = g / (1 + detmath.Exp(-g)) * up[i] // silu(g) * u
+			if gelu {
+				gate[i] = geluTanh(g) * up[i]
+			} else {
+				gate[i] = g / (1 + detmath.Exp(-g)) * up[i] // silu(g) * u
+			}
 		}
 		y := ws.moeOut[:n*d.C]
-		if err := m.linear(ws, x[arch.ProjDown], nil, gate, n, W, y, d.C); err != nil {
+		if err := m.linear(ws, ex[arch.ProjDown], nil, gate, n, W, y, d.C); err != nil {
 			return err
 		}
 		for i, r := range rs {
@@ -98,9 +134,6 @@ func (m *model) mixture(ws *workspace, l *layerWeights, T int, probeRouter func(
 				dst[c] += r.w * v
 			}
 		}
-	}
-	if moe.SharedIntermediate > 0 {
-		return m.sharedExpert(ws, l, T)
 	}
 	return nil
 }

@@ -81,8 +81,8 @@ func moeOf(cfg *checkpoint.Config, dense memSource, E, k int, norm bool, router 
 
 // TestMixtureInvariants: a mixture whose chosen experts are all copies of
 // a dense MLP, with routing weights summing to 1, computes that dense MLP;
-// forced ties in the router take the lower expert index (as the oracle
-// does, written apart); experts no token chose are never decoded; and every
+// forced ties in the router take the experts torch.topk takes (3 experts:
+// insertion sort, the lower indices first; internal/torchtopk); experts no token chose are never decoded; and every
 // mixture agrees with the oracle.
 func TestMixtureInvariants(t *testing.T) {
 	cfg := testConfigs()["qwen3-qknorm-headdim6"]

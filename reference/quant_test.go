@@ -24,7 +24,7 @@ func quantOracle(t *testing.T, m *checkpoint.Model) (oracle.Getter, oracle.Optio
 		t.Fatal(err)
 	}
 	isLinear := func(module string) bool {
-		for _, suffix := range []string{"_proj", ".mlp.gate", ".block_sparse_moe.gate", ".w1", ".w2", ".w3", ".in_proj_qkv", ".in_proj_z", ".in_proj_a", ".in_proj_b", ".shared_expert_gate", ".per_layer_input_gate", ".per_layer_projection"} {
+		for _, suffix := range []string{"_proj", ".mlp.gate", ".block_sparse_moe.gate", ".w1", ".w2", ".w3", ".in_proj_qkv", ".in_proj_z", ".in_proj_a", ".in_proj_b", ".shared_expert_gate", ".per_layer_input_gate", ".per_layer_projection", ".router.proj"} {
 			if strings.HasSuffix(module, suffix) {
 				return true
 			}
@@ -121,17 +121,30 @@ func TestQuantizedSchemes(t *testing.T) {
 	}
 }
 
-// TestQuantizedEveryArch: every family's fixture (arch.Names), dense and
-// quantized W4A16 (group 32) and W8A8 (per-token activations), equals the
-// oracle to 1e-9 on a window longer than one 64-row block.
+// TestQuantizedEveryArch: every family's fixture (arch.Names) and fixture
+// variant (gemma4_text/moe), dense and quantized W4A16 (group 32) and W8A8
+// (per-token activations), equals the oracle to 1e-9 on a window longer
+// than one 64-row block.
 func TestQuantizedEveryArch(t *testing.T) {
+	type fx struct{ arch, variant string }
+	var all []fx
 	for _, a := range fixtures.Architectures() {
-		t.Run(a, func(t *testing.T) {
-			o, err := fixtures.Defaults(a)
+		all = append(all, fx{a, ""})
+		for _, v := range fixtures.Variants(a) {
+			all = append(all, fx{a, v})
+		}
+	}
+	for _, f := range all {
+		name := f.arch
+		if f.variant != "" {
+			name += "/" + f.variant
+		}
+		t.Run(name, func(t *testing.T) {
+			o, err := fixtures.Defaults(f.arch)
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.Vocab, o.Init = 300, fixtures.InitRandom
+			o.Vocab, o.Init, o.Variant = 300, fixtures.InitRandom, f.variant
 			src := filepath.Join(t.TempDir(), "dense")
 			if err := fixtures.Write(src, o); err != nil {
 				t.Fatal(err)

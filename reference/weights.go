@@ -153,6 +153,15 @@ type layerWeights struct {
 	// gemma4 (see gemma4.go): post_per_layer_input_norm (nil without
 	// per-layer inputs) and layer_scalar [1]; nil otherwise.
 	pleNorm, layerScalar []float64
+	// g4moe: a Gemma 4 MoE layer's router vectors and norms (nil otherwise).
+	g4moe *gemma4MoE
+}
+
+// gemma4MoE are the dense tensors of a Gemma 4 MoE layer (arch/gemma4.go).
+type gemma4MoE struct {
+	scale, perExpert    []float64 // router.scale [C], router.per_expert_scale [E]
+	preNorm, postNorm1  []float64 // pre_feedforward_layernorm_2, post_feedforward_layernorm_1 [C]
+	postNorm2, routerIn []float64 // post_feedforward_layernorm_2 [C]; routerIn: scale · C^-½ [C]
 }
 
 // deltaWeights are the dense tensors of a Gated DeltaNet layer.

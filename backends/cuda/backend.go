@@ -617,6 +617,9 @@ func Supports(spec *arch.Spec) error {
 	if spec.Gemma4 != nil { // arch/gemma4.go; computed by the reference only
 		miss = append(miss, "Gemma 4's per-layer head sizes and key/value heads, KV sharing across layers, k = v attention with the weightless value norm, per-layer inputs (embed_tokens_per_layer), layer_scalar and proportional RoPE")
 	}
+	if spec.Gemma4 != nil && spec.MoE != nil { // arch/gemma4.go, reference/gemma4.go gemma4Experts
+		miss = append(miss, "Gemma 4's mixture of experts (router on the residual with router.scale and per_expert_scale, gelu-tanh experts on pre_feedforward_layernorm_2 beside the dense MLP, post_feedforward_layernorm_1/_2)")
+	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))
 	}

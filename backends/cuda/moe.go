@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/backends/cuda/device"
+	"github.com/qppl/qppl/internal/torchtopk"
 )
 
 // mixture computes a mixture-of-experts MLP (Qwen3MoeSparseMoeBlock) of
@@ -19,8 +19,8 @@ import (
 // ties that the reference resolves the other way; a router whose input the
 // checkpoint quantizes runs as its Linear) and go to the host
 // ([T][experts] fp32), which computes the softmax in float64, picks the
-// top k (the lower expert index first on a tie, as the reference and the
-// oracle do) and renormalises when norm_topk_prob. Each chosen expert then
+// top k (ties as torch.topk on the CPU, internal/torchtopk, as the
+// reference and the oracle do) and renormalises when norm_topk_prob. Each chosen expert then
 // runs on the device over exactly its rows: they are gathered on the host
 // into moeIn, the expert's gate/up GEMMs, silu_mul and down GEMM run as for
 // a dense MLP, and its output rows come back to be added, weighted, in
@@ -55,7 +55,6 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int, probeRouter func(lo
 	}
 	routes := make([][]route, E)
 	p := make([]float64, E)
-	order := make([]int, E)
 	for t := 0; t < T; t++ {
 		mx := math.Inf(-1)
 		for e := range p {
@@ -69,14 +68,13 @@ func (b *Backend) mixture(ds *devState, lw *layerDev, T int, probeRouter func(lo
 		}
 		for e := range p {
 			p[e] /= sum
-			order[e] = e
 		}
-		sort.SliceStable(order, func(a, c int) bool { return p[order[a]] > p[order[c]] })
+		chosen := torchtopk.Indices(p, k) // ties as torch.topk on the CPU
 		var top float64
-		for _, e := range order[:k] {
+		for _, e := range chosen {
 			top += p[e]
 		}
-		for _, e := range order[:k] {
+		for _, e := range chosen {
 			w := p[e]
 			if s.MoE.NormTopK {
 				w /= top

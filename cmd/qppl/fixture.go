@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -46,6 +47,9 @@ func newFixtureCmd() *cli.Command {
 			&cli.IntFlag{Name: "max-pos", Usage: "max_position_embeddings", DefaultText: "2048"},
 			&cli.StringFlag{Name: "dtype", Usage: "f32 or bf16", DefaultText: "f32"},
 			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (--tied=false to untie)", DefaultText: fixtureDefaultText(func(o fixtures.Options) string { return strconv.FormatBool(o.Tied) })},
+			&cli.StringFlag{Name: "config", Usage: "a JSON object of config.json keys overriding the fixture's (e.g. '{\"num_experts\": 64}'); tensor shapes follow"},
+			&cli.StringFlag{Name: "variant", Usage: "a variant of the architecture's fixture (gemma4_text: moe, the 26B-A4B kind with experts beside the dense MLP)"},
+			&cli.StringFlag{Name: "experts", Usage: "how a mixture of experts is stored: fused (3-D experts.gate_up_proj/down_proj, as transformers ≥ 5 and the Gemma 4 / Qwen3.5 BF16 releases) or per-expert (experts.{e}.*_proj)", DefaultText: "the family's release layout: fused for gemma4_text, per-expert otherwise"},
 			&cli.StringFlag{Name: "init", Usage: "random, or bigram: build the model to compute a bigram model of the demo text, for a realistic PPL and KL", DefaultText: "bigram when vocab ≤ 2048 and, for a tied head, intermediate ≥ hidden; random otherwise"},
 		},
 		Action: func(c *cli.Context) error {
@@ -138,6 +142,12 @@ func fixtureOptionsFrom(c *cli.Context) (fixtureOptions, error) {
 	if c.IsSet("tied") {
 		o.Tied = c.Bool("tied")
 	}
+	o.Variant, o.Experts = c.String("variant"), c.String("experts")
+	if c.IsSet("config") {
+		if err := json.Unmarshal([]byte(c.String("config")), &o.Config); err != nil || o.Config == nil {
+			return fo, fmt.Errorf("fixture: --config %q is not a JSON object: %v", c.String("config"), err)
+		}
+	}
 	if c.IsSet("init") {
 		o.Init = c.String("init")
 	} else if o.Vocab > 2048 || (o.Tied && (o.Hidden < 6 || o.Intermediate < o.Hidden)) {
@@ -162,7 +172,11 @@ func fixtureRun(c *cli.Context, fo fixtureOptions) error {
 	if init == "" {
 		init = fixtures.InitRandom
 	}
+	arch := o.Arch
+	if o.Variant != "" {
+		arch += " (" + o.Variant + ")"
+	}
 	fmt.Fprintf(c.App.Writer, "wrote %s fixture to %s: vocab %d, hidden %d, %d layers, %d/%d heads, %s, %s init, %d parameters, seed %d\n",
-		o.Arch, fo.Out, o.Vocab, o.Hidden, o.Layers, o.Heads, o.KVHeads, o.DType, init, o.Params(), o.Seed)
+		arch, fo.Out, o.Vocab, o.Hidden, o.Layers, o.Heads, o.KVHeads, o.DType, init, o.Params(), o.Seed)
 	return nil
 }

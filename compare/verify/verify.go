@@ -250,8 +250,8 @@ func Run(ctx context.Context, a, b backends.Backend, windows []backends.Window, 
 
 // routing applies the routing-flip rule to window w: it probes both
 // backends' router logits at every mixture-of-experts layer, records each
-// position whose top-k choice differs (ties to the lower expert index, as
-// both backends route), and returns the target indices (of w's NLL) to set
+// position whose top-k choice differs (ties to the lower expert index on
+// both sides, see topOrder), and returns the target indices (of w's NLL) to set
 // apart: those predicted from a flipped position all of whose flips are
 // within Tolerances.RouterMargin. A flip beyond the margin is kept in the
 // figures and fails the run (Report.check).
@@ -327,7 +327,9 @@ func routing(ctx context.Context, a, b backends.Backend, w backends.Window, opt 
 }
 
 // topOrder returns the expert indices by descending logit, ties to the
-// lower index (the backends' routing order; softmax keeps it).
+// lower index, the same rule for both backends' logits (the backends
+// themselves break exact ties as torch.topk does, internal/torchtopk; a
+// tie has margin 0 and is excused).
 func topOrder(l []float64) []int {
 	o := make([]int, len(l))
 	for i := range o {

@@ -20,6 +20,10 @@ type g4settings struct {
 	full                                      []bool
 	slidingTheta, fullTheta, partial, factor  float64
 	finalCap                                  float64
+	// enable_moe_block: every layer adds num_experts experts of width
+	// moe_intermediate_size, top_k_experts per token.
+	moe                     bool
+	experts, topK, moeInter int
 }
 
 // readG4 reads cfg.Raw with Gemma4TextConfig's defaults: every key absent
@@ -82,6 +86,13 @@ func readG4(cfg *checkpoint.Config) (*g4settings, error) {
 	}
 	if s.globalHeadDim == 0 {
 		s.globalHeadDim = s.headDim
+	}
+	s.moe = getb("enable_moe_block", false)
+	if s.moe {
+		s.experts, s.topK, s.moeInter = geti("num_experts", 0), geti("top_k_experts", 0), geti("moe_intermediate_size", 0)
+		if s.experts <= 0 || s.topK <= 0 || s.topK > s.experts || s.moeInter <= 0 {
+			return nil, fmt.Errorf("oracle: gemma4 MoE: %d experts, top %d, width %d", s.experts, s.topK, s.moeInter)
+		}
 	}
 	s.globalKV = s.kvHeads
 	if s.kEqV {
@@ -200,6 +211,13 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 		qb, kb, vb, ob                               []float64
 		scalar                                       float64
 		hd, kv, width                                int
+		// MoE (Gemma4TextRouter, Gemma4TextExperts): router.proj,
+		// router.scale, router.per_expert_scale, the block's three norms
+		// and the experts.
+		router                   matrix
+		rScale, perExpert        []float64
+		preFF2, postFF1, postFF2 []float64
+		experts                  []expert
 	}
 	ls := make([]layer, s.layers)
 	for i := range ls {
@@ -277,6 +295,11 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 				return nil, err
 			}
 			if l.pleNorm, err = w(p+"post_per_layer_input_norm.weight", s.hidden); err != nil {
+				return nil, err
+			}
+		}
+		if s.moe {
+			if err := g4LoadMoE(s, get, w, mat, p, &l.router, &l.rScale, &l.perExpert, &l.preFF2, &l.postFF1, &l.postFF2, &l.experts); err != nil {
 				return nil, err
 			}
 		}
@@ -470,6 +493,21 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 			if err != nil {
 				return nil, err
 			}
+			if s.moe {
+				// Gemma4TextDecoderLayer.forward: the residual xs routes and
+				// feeds the experts; the two outputs add after their norms.
+				h2, err := g4Experts(s, l.router, l.rScale, l.perExpert, l.preFF2, l.experts, xs, gelu, opt)
+				if err != nil {
+					return nil, err
+				}
+				for t := range dn {
+					h1 := rms(dn[t], l.postFF1, s.eps)
+					h2t := rms(h2[t], l.postFF2, s.eps)
+					for c := range dn[t] {
+						dn[t][c] = h1[c] + h2t[c]
+					}
+				}
+			}
 			for t := range xs {
 				m := rms(dn[t], l.postFF, s.eps)
 				for c := range xs[t] {
@@ -539,6 +577,119 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 			}
 		}
 		out[p] = logSoftmax(logits)
+	}
+	return out, nil
+}
+
+// g4LoadMoE reads a Gemma 4 MoE layer under prefix p: the router's
+// proj/scale/per_expert_scale, the norms pre_feedforward_layernorm_2,
+// post_feedforward_layernorm_1 and _2, and the experts — from the fused
+// experts.gate_up_proj [E, 2·I, hidden] (gate rows, then up rows, per
+// expert) and experts.down_proj [E, hidden, I] when the checkpoint has
+// them, else from experts.{e}.{gate,up,down}_proj.
+func g4LoadMoE(s *g4settings, get Getter, w func(string, ...int) ([]float64, error), mat func(string, int, int) (matrix, error),
+	p string, router *matrix, scale, perExpert, pre2, post1, post2 *[]float64, experts *[]expert) error {
+	var err error
+	if *router, err = mat(p+"router.proj", s.experts, s.hidden); err != nil {
+		return err
+	}
+	for _, v := range []struct {
+		dst  *[]float64
+		name string
+		n    int
+	}{{scale, "router.scale", s.hidden}, {perExpert, "router.per_expert_scale", s.experts},
+		{pre2, "pre_feedforward_layernorm_2.weight", s.hidden}, {post1, "post_feedforward_layernorm_1.weight", s.hidden},
+		{post2, "post_feedforward_layernorm_2.weight", s.hidden}} {
+		if *v.dst, err = w(p+v.name, v.n); err != nil {
+			return err
+		}
+	}
+	*experts, err = loadExperts(get, mat, p, "experts.%d.gate_proj", "experts.%d.up_proj", "experts.%d.down_proj", s.experts, s.moeInter, s.hidden)
+	return err
+}
+
+// g4Experts is Gemma4TextRouter followed by Gemma4TextExperts on the
+// residual rows xs: each row's router input is its weightless RMSNorm
+// times router.scale times hidden^-0.5; the probabilities are the softmax
+// of router.proj of it; the top_k_experts largest are taken as torch.topk
+// takes them (torchTopK, ties included), divided by their sum and multiplied by
+// per_expert_scale; each expert (gelu-tanh GeGLU) runs on the
+// pre_feedforward_layernorm_2 rows routed to it and its weighted output is
+// added in expert order.
+func g4Experts(s *g4settings, router matrix, scale, perExpert, pre2 []float64, experts []expert, xs [][]float64,
+	gelu func(float64) float64, opt Options) ([][]float64, error) {
+	ones := make([]float64, s.hidden)
+	for i := range ones {
+		ones[i] = 1
+	}
+	z := make([][]float64, len(xs))
+	in := make([][]float64, len(xs))
+	for t, x := range xs {
+		n := rms(x, ones, s.eps)
+		z[t] = make([]float64, s.hidden)
+		for c := range n {
+			z[t][c] = n[c] * scale[c] / math.Sqrt(float64(s.hidden))
+		}
+		in[t] = rms(x, pre2, s.eps)
+	}
+	logits, err := apply(router, nil, z, opt)
+	if err != nil {
+		return nil, err
+	}
+	weight := make([]map[int]float64, len(xs))
+	for t, lg := range logits {
+		p := logSoftmax(lg)
+		for i := range p {
+			p[i] = math.Exp(p[i])
+		}
+		weight[t] = map[int]float64{}
+		var sum float64
+		for _, e := range torchTopK(p, s.topK) {
+			weight[t][e] = p[e]
+			sum += p[e]
+		}
+		for e := range weight[t] {
+			weight[t][e] = weight[t][e] / sum * perExpert[e]
+		}
+	}
+	out := make([][]float64, len(xs))
+	for t := range out {
+		out[t] = make([]float64, s.hidden)
+	}
+	for e, x := range experts {
+		var rows []int
+		var sub [][]float64
+		for t := range in {
+			if _, ok := weight[t][e]; ok {
+				rows = append(rows, t)
+				sub = append(sub, in[t])
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		g, err := apply(x.gate, nil, sub, opt)
+		if err != nil {
+			return nil, err
+		}
+		u, err := apply(x.up, nil, sub, opt)
+		if err != nil {
+			return nil, err
+		}
+		for i := range g {
+			for j := range g[i] {
+				g[i][j] = gelu(g[i][j]) * u[i][j]
+			}
+		}
+		y, err := apply(x.down, nil, g, opt)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range rows {
+			for c := range out[t] {
+				out[t][c] += weight[t][e] * y[i][c]
+			}
+		}
 	}
 	return out, nil
 }

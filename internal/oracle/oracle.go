@@ -3,8 +3,10 @@ package oracle
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/internal/torchtopk"
 )
 
 // Getter returns a tensor by its Hugging Face name (for example
@@ -238,16 +240,11 @@ func load(cfg *checkpoint.Config, get Getter) (*network, error) {
 			// Qwen3MoeSparseMoeBlock: mlp.gate and mlp.experts.{e}.*_proj.
 			ne, w := n.moe.Experts, n.moe.Intermediate
 			router, gate, up, down := expertNames(st.modelType)
-			b.experts = make([]expert, ne)
-			steps = append(steps, func() (e error) { b.router, e = linear(pre+router, ne, n.hidden); return })
-			for e := range b.experts {
-				x := &b.experts[e]
-				g, u, d := pre+fmt.Sprintf(gate, e), pre+fmt.Sprintf(up, e), pre+fmt.Sprintf(down, e)
-				steps = append(steps,
-					func() (err error) { x.gate, err = linear(g, w, n.hidden); return },
-					func() (err error) { x.up, err = linear(u, w, n.hidden); return },
-					func() (err error) { x.down, err = linear(d, n.hidden, w); return })
-			}
+			steps = append(steps, func() (e error) { b.router, e = linear(pre+router, ne, n.hidden); return },
+				func() (e error) {
+					b.experts, e = loadExperts(get, linear, pre, gate, up, down, ne, w, n.hidden)
+					return
+				})
 		} else if st.modelType == "phi3" {
 			// Phi3MLP: gate, up = gate_up_proj(x).chunk(2): gate rows first.
 			steps = append(steps,
@@ -534,8 +531,8 @@ func swiglu(gate, up, down matrix, in [][]float64, opt Options) ([][]float64, er
 }
 
 // mixture is Qwen3MoeSparseMoeBlock: each row's router probabilities
-// (softmax of mlp.gate), its top-k experts (pick picks them one by one,
-// the lower index winning a tie), weights renormalised when norm_topk_prob,
+// (softmax of mlp.gate), its top-k experts (torchTopK: as torch.topk,
+// ties included), weights renormalised when norm_topk_prob,
 // and the weighted sum of those experts' outputs, added in expert order.
 // Each expert runs on exactly the rows routed to it, so that an
 // activation quantizer sees what transformers passes it.
@@ -553,15 +550,9 @@ func (n *network) mixture(b block, in [][]float64, opt Options) ([][]float64, er
 		}
 		weight[t] = map[int]float64{}
 		var sum float64
-		for range k {
-			best := -1
-			for e, v := range p {
-				if _, taken := weight[t][e]; !taken && (best < 0 || v > p[best]) {
-					best = e
-				}
-			}
-			weight[t][best] = p[best]
-			sum += p[best]
+		for _, e := range torchTopK(p, k) {
+			weight[t][e] = p[e]
+			sum += p[e]
 		}
 		if n.moe.NormTopK {
 			for e := range weight[t] {
@@ -741,4 +732,74 @@ func through8(x []float64, s float64) {
 		}
 		x[i] = math.Copysign(a, y) * s
 	}
+}
+
+// loadExperts reads the ne experts (width w, hidden h) of the MoE layer
+// under pre: per expert, the modules pre + fmt.Sprintf(gate|up|down, e);
+// or, when the checkpoint holds them instead, the fused tensors of
+// transformers ≥ 5 beside them (…experts.gate_up_proj [ne, 2·w, h], expert
+// e's gate rows then its up rows; …experts.down_proj [ne, h, w]), sliced
+// here under the per-expert names.
+func loadExperts(get Getter, linear func(string, int, int) (matrix, error), pre, gate, up, down string, ne, w, h int) ([]expert, error) {
+	xs := make([]expert, ne)
+	dir := pre + gate[:strings.Index(gate, "%d")] // "<block>.experts."
+	if gu, sh, err := get(dir + "gate_up_proj"); err == nil {
+		dn, dsh, err := get(dir + "down_proj")
+		if err != nil {
+			return nil, fmt.Errorf("oracle: %sdown_proj: %w", dir, err)
+		}
+		if len(sh) != 3 || sh[0] != ne || sh[1] != 2*w || sh[2] != h || len(dsh) != 3 || dsh[0] != ne || dsh[1] != h || dsh[2] != w {
+			return nil, fmt.Errorf("oracle: %s: fused shapes %v, %v", dir, sh, dsh)
+		}
+		rows := func(name string, v []float64, first, n, cols int) matrix {
+			m := matrix{name: name}
+			for r := first; r < first+n; r++ {
+				m.rows = append(m.rows, v[r*cols:(r+1)*cols])
+			}
+			return m
+		}
+		for e := range xs {
+			xs[e] = expert{
+				gate: rows(pre+fmt.Sprintf(gate, e), gu, e*2*w, w, h),
+				up:   rows(pre+fmt.Sprintf(up, e), gu, e*2*w+w, w, h),
+				down: rows(pre+fmt.Sprintf(down, e), dn, e*h, h, w),
+			}
+		}
+		return xs, nil
+	}
+	for e := range xs {
+		x := &xs[e]
+		var err error
+		if x.gate, err = linear(pre+fmt.Sprintf(gate, e), w, h); err != nil {
+			return nil, err
+		}
+		if x.up, err = linear(pre+fmt.Sprintf(up, e), w, h); err != nil {
+			return nil, err
+		}
+		if x.down, err = linear(pre+fmt.Sprintf(down, e), h, w); err != nil {
+			return nil, err
+		}
+	}
+	return xs, nil
+}
+
+// torchTopK returns the k experts torch.topk chooses from the
+// probabilities p, ties included. The tie order is torch's CPU algorithm
+// (libstdc++'s nth_element / partial_sort on (value, index) pairs),
+// implemented once in internal/torchtopk and checked there against torch's
+// own output; the oracle checks independently that the choice is a top k.
+func torchTopK(p []float64, k int) []int {
+	idx := torchtopk.Indices(p, k)
+	in := map[int]bool{}
+	lo := math.Inf(1)
+	for _, e := range idx {
+		in[e] = true
+		lo = math.Min(lo, p[e])
+	}
+	for e, v := range p {
+		if !in[e] && v > lo {
+			panic(fmt.Sprintf("oracle: torchtopk chose %v, leaving expert %d of probability %v out", idx, e, v))
+		}
+	}
+	return idx
 }

@@ -229,17 +229,8 @@ func loadQ35(cfg *checkpoint.Config, st settings, get Getter) (*q35Net, error) {
 			m := st.moe
 			L.router, err = lin(pre+"mlp.gate", m.Experts, C)
 			add(err)
-			L.experts = make([]expert, m.Experts)
-			for e := range L.experts {
-				x := &L.experts[e]
-				ep := fmt.Sprintf("%smlp.experts.%d.", pre, e)
-				x.gate, err = lin(ep+"gate_proj", m.Intermediate, C)
-				add(err)
-				x.up, err = lin(ep+"up_proj", m.Intermediate, C)
-				add(err)
-				x.down, err = lin(ep+"down_proj", C, m.Intermediate)
-				add(err)
-			}
+			L.experts, err = loadExperts(get, lin, pre, "mlp.experts.%d.gate_proj", "mlp.experts.%d.up_proj", "mlp.experts.%d.down_proj", m.Experts, m.Intermediate, C)
+			add(err)
 			if c.shared > 0 {
 				L.shared = &expert{}
 				L.shared.gate, err = lin(pre+"mlp.shared_expert.gate_proj", c.shared, C)
@@ -620,7 +611,7 @@ func chunkedDeltaRule(q, k, v [][]float64, beta, g []float64, size int) [][]floa
 }
 
 // sparseBlock is Qwen3_5MoeSparseMoeBlock: softmax router, top-k
-// renormalised (the lower index winning a tie), experts on the rows routed
+// renormalised (ties as torch.topk, torchTopK), experts on the rows routed
 // to them, plus sigmoid(shared_expert_gate(x)) · shared_expert(x).
 func (n *q35Net) sparseBlock(L *q35Layer, in [][]float64, opt Options) ([][]float64, error) {
 	b := block{router: L.router, experts: L.experts}

@@ -86,7 +86,7 @@ type TensorName struct {
 
 // archs lists every GGUF architecture package gguf reads and writes.
 func archs() []Arch {
-	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), gemma2Arch(), gemma3Arch(), gemma4Arch()}
+	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch(), gemma2Arch(), gemma3Arch(), gemma4Arch()}
 }
 
 // archNames returns the general.architecture values of archs.
@@ -96,6 +96,16 @@ func archNames() []string {
 		out = append(out, a.Name)
 	}
 	return out
+}
+
+// Architectures describes the GGUF architectures Convert writes, for
+// help texts: "llama (llama, mistral, mixtral), qwen2 (qwen2), ...".
+func Architectures() string {
+	var parts []string
+	for _, a := range archs() {
+		parts = append(parts, a.Name+" ("+strings.Join(a.ModelTypes, ", ")+")")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // lookupArch finds a declaration by general.architecture.

@@ -36,9 +36,11 @@ type ConvertOptions struct {
 
 // Convert returns the metadata and tensors of a GGUF file holding the
 // dense checkpoint m as llama.cpp's convert_hf_to_gguf.py writes it:
-// llama.cpp's tensor names and <arch>.* metadata (llama and mistral as
-// architecture "llama", qwen2, qwen3), the rows of q and k of llama
-// files permuted, a tied head written without output.weight, and the
+// llama.cpp's tensor names and <arch>.* metadata (the architecture whose
+// declaration lists the model_type: Architectures; llama and mistral as
+// "llama", mixtral as "llama" with experts), the rows of q and k of llama
+// files permuted, a mixture of experts' weights stacked per layer into
+// ffn_{gate,up,down}_exps, a tied head written without output.weight, and the
 // tokenizer (tokenizer.json beside the checkpoint) as tokenizer.ggml.*
 // metadata so that libllama loads the file. Every tensor of m must be
 // used.
@@ -84,7 +86,10 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	fileType := ft.ID
 	mix := mixModel{arch: a, layers: spec.Layers, gqa: spec.Heads / spec.KVHeads, tied: spec.TiedHead,
-		is70B: a == "llama" && spec.Layers == 80 && spec.Heads != spec.KVHeads}
+		is70B: a == "llama" && spec.Layers == 80 && spec.Heads != spec.KVHeads && (spec.MoE == nil || spec.MoE.Experts != 8)}
+	if spec.MoE != nil {
+		mix.experts = spec.MoE.Experts
+	}
 	kvs := []KV{
 		{"general.architecture", StringValue(a)},
 		{"general.name", StringValue(name)},

@@ -27,7 +27,8 @@
 // onto a checkpoint.Config (parsed by arch.ParseConfig, so defaults and
 // checks are the safetensors ones) and an arch.Spec. Each architecture is
 // declared once (Arch, in arch_<name>.go; archs lists them: llama, with
-// Mistral-family files written as llama, qwen2, qwen3); tensors are
+// Mistral-family files written as llama and Mixtral as llama with experts,
+// qwen2, qwen3, qwen3moe, phi3); tensors are
 // addressed by their Hugging Face names through the declaration's tensor
 // table (token_embd, blk.N.attn_q, ..., output_norm, output; a missing
 // output.weight is a tied head; an expert's weight is its slice of a

@@ -2,17 +2,14 @@ package gguf_test
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/internal/llamacpp"
-	"github.com/qppl/qppl/internal/oracle"
 )
 
 // gemmaMisdescribed rewrites a gemma file so that it describes another
@@ -147,35 +144,6 @@ func TestLlamaCppGemmaQuantized(t *testing.T) {
 			}
 		})
 	}
-}
-
-// oracleNLL runs internal/oracle on a GGUF file's weights (read through
-// the model's Hugging Face names: norm gains as the architecture maps
-// them) and returns the per-token NLL of the windows' targets.
-func oracleNLL(t *testing.T, path string, ws []backends.Window) []float64 {
-	t.Helper()
-	m, err := gguf.OpenModel(path, gguf.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	get := func(name string) ([]float64, []int, error) {
-		if g, _ := m.GGUFName(name); g == "" {
-			return nil, nil, fmt.Errorf("no tensor %s", name)
-		}
-		return m.Float64(name)
-	}
-	var out []float64
-	for _, w := range ws {
-		lp, err := oracle.LogProbs(m.Config, get, w.Tokens, oracle.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for p := w.First; p < len(w.Tokens); p++ {
-			out = append(out, -lp[p-1][w.Tokens[p]])
-		}
-	}
-	return out
 }
 
 // TestConvertQuantizedGemmaMatchesLlamaCpp: qppl's quantized conversion of

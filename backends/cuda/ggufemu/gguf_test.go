@@ -31,6 +31,9 @@ func ggufFixture(t *testing.T, arch string, edit func(*fixtures.Options)) (dir, 
 		t.Fatal(err)
 	}
 	o.Config = map[string]any{"sliding_window": nil, "use_sliding_window": false}
+	if arch == "qwen3_moe" {
+		o.Config["mlp_only_layers"] = []int{} // llama.cpp's qwen3moe: experts on every layer
+	}
 	if edit != nil {
 		edit(&o)
 	}
@@ -123,12 +126,14 @@ func sameBits(a, b []float64) int {
 
 // TestGGUFF32EqualsSafetensors: the F32 GGUF conversion of a fixture (llama
 // and mistral written as llama with llama.cpp's Q/K row permutation, qwen2
-// with biases, qwen3 with q/k norms; tied and untied heads) gives on the
-// emulator the NLL of the safetensors model bit for bit, in every
-// precision — which it could not if a permutation, norm, bias or the head
-// were read wrong.
+// with biases, qwen3 with q/k norms; tied and untied heads; qwen3_moe and
+// mixtral with their experts stacked into ffn_*_exps, each uploaded as its
+// slice of the stacked tensor; phi3's fused attn_qkv and ffn_up) gives on
+// the emulator the NLL of the safetensors model bit for bit, in every
+// precision — which it could not if a permutation, norm, bias, expert
+// slice or the head were read wrong.
 func TestGGUFF32EqualsSafetensors(t *testing.T) {
-	for _, a := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+	for _, a := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3"} {
 		dir, path := ggufFixture(t, a, nil)
 		ck, g := openModel(t, dir), openGGUF(t, path)
 		toks := testTokens(60, g.Config.VocabSize, 11)

@@ -57,11 +57,24 @@ type Arch struct {
 	// Globals returns the layer-independent tensors (the embedding first,
 	// then those written after the layers); nil is globalNames.
 	Globals func(s *arch.Spec) []TensorName
+	// OwnKeys are <arch>.* key suffixes (attention.key_length, ...) that
+	// the architecture reads in Config and writes in Convert itself, for
+	// per-layer values the common reading would refuse; OwnRopeFreqs: it
+	// reads rope_freqs.weight itself (Config) and writes it (Tensors).
+	OwnKeys      []string
+	OwnRopeFreqs bool
+	// Tensors returns tensors the converter writes beside the Hugging
+	// Face ones (gemma4's rope_freqs.weight).
+	Tensors func(s *arch.Spec) ([]WriteTensor, error)
 	// F32Only, when set, says why the converter writes only F32 files of
 	// this architecture (qppl does not reproduce llama.cpp's type mix for
 	// it).
 	F32Only string
 }
+
+// owns reports whether the architecture reads and writes <arch>.suffix
+// itself.
+func (a Arch) owns(suffix string) bool { return slices.Contains(a.OwnKeys, suffix) }
 
 // TensorName maps one Hugging Face tensor onto its GGUF tensor.
 type TensorName struct {
@@ -77,6 +90,12 @@ type TensorName struct {
 	// both or neither are set, and only on vectors (norms), which the
 	// backends read through Model.Float64.
 	FromGGUF, ToGGUF func(v []float64)
+	// StoredForm, with FromGGUF: the value llama.cpp stores is the one the
+	// model reads, as it is (qwen35's gains and decay rates, see
+	// arch_qwen35.go), so the converter writes no residual for the tensor
+	// (ResidualPrefix) and the reader refuses one; without it the rounding
+	// of ToGGUF is recorded as a residual (gemma's gains).
+	StoredForm bool
 	// Rows, Cols (nil: as stored) are where the converter moved the
 	// Hugging Face rows (first dimension) and, for a 2-D weight, columns:
 	// row i is stored row Rows[i], column j stored column Cols[j]
@@ -96,7 +115,7 @@ type TensorName struct {
 
 // archs lists every GGUF architecture package gguf reads and writes.
 func archs() []Arch {
-	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch(), qwen35Arch(), qwen35moeArch()}
+	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch(), qwen35Arch(), qwen35moeArch(), gemma2Arch(), gemma3Arch(), gemma4Arch()}
 }
 
 // archNames returns the general.architecture values of archs.

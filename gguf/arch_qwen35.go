@@ -80,7 +80,7 @@ func qwen35Decl(name string, moe bool) Arch {
 			g := globalNames(s)
 			for k := range g {
 				if g[k].GGUF == "output_norm.weight" {
-					g[k].FromGGUF, g[k].ToGGUF = gainFromGGUF, gainToGGUF
+					g[k].FromGGUF, g[k].ToGGUF, g[k].StoredForm = gainFromGGUF, gainToGGUF, true
 				}
 			}
 			return g
@@ -164,10 +164,10 @@ func qwen35Layer(s *arch.Spec, i int) []TensorName {
 		tn := &out[k]
 		switch tn.HF {
 		case l.AttnNorm, l.QNorm, l.KNorm:
-			tn.FromGGUF, tn.ToGGUF = gainFromGGUF, gainToGGUF
+			tn.FromGGUF, tn.ToGGUF, tn.StoredForm = gainFromGGUF, gainToGGUF, true
 		case l.MLPNorm:
 			tn.GGUF = blk + "post_attention_norm.weight"
-			tn.FromGGUF, tn.ToGGUF = gainFromGGUF, gainToGGUF
+			tn.FromGGUF, tn.ToGGUF, tn.StoredForm = gainFromGGUF, gainToGGUF, true
 		case l.InQKV + ".weight":
 			tn.GGUF, tn.Rows = blk+"attn_qkv.weight", qkvRows(la)
 		case l.InZ + ".weight":
@@ -186,7 +186,7 @@ func qwen35Layer(s *arch.Spec, i int) []TensorName {
 		out = append(out,
 			TensorName{HF: l.Conv, GGUF: blk + "ssm_conv1d.weight", Expert: -1, Rows: qkvRows(la), Shape: []int{s.ConvDim(), 1, la.ConvKernel}},
 			TensorName{HF: l.ALog, GGUF: blk + "ssm_a", Expert: -1, Rows: vHeads(la.KeyHeads, la.ValueHeads, 1, 0),
-				FromGGUF: decayFromGGUF, ToGGUF: decayToGGUF, Decay: true},
+				FromGGUF: decayFromGGUF, ToGGUF: decayToGGUF, StoredForm: true, Decay: true},
 			TensorName{HF: l.DtBias, GGUF: blk + "ssm_dt.bias", Expert: -1, Rows: vHeads(la.KeyHeads, la.ValueHeads, 1, 0)},
 			TensorName{HF: l.GatedNorm, GGUF: blk + "ssm_norm.weight", Expert: -1})
 	}

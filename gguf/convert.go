@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/qppl/qppl/arch"
@@ -105,6 +106,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		{a + ".rope.dimension_count", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".vocab_size", Uint32Value(uint32(spec.Vocab))},
 	}
+	kvs = slices.DeleteFunc(kvs, func(kv KV) bool { return decl.owns(strings.TrimPrefix(kv.Key, a+".")) })
 	for i := 0; i < len(kvs); i++ {
 		switch {
 		case decl.PartialRotary && kvs[i].Key == a+".rope.dimension_count":
@@ -159,6 +161,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	used := map[string]bool{}
 	var ts []WriteTensor
+	var residuals []KV // ResidualPrefix keys, written after the others
 	// read returns a Hugging Face tensor's values (the architecture's
 	// ToGGUF applied).
 	fused := fusedExpertSource(m, spec, used)
@@ -174,7 +177,17 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		}
 		used[tn.HF] = true
 		if tn.ToGGUF != nil {
+			orig := append([]float64(nil), vals...)
 			tn.ToGGUF(vals)
+			if !tn.StoredForm {
+				kv, ok, err := residualKV(tn, orig, vals)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+				}
+				if ok {
+					residuals = append(residuals, kv)
+				}
+			}
 		}
 		if tn.Rows != nil || tn.Cols != nil {
 			// Hugging Face row i goes to stored row Rows[i] (column j to
@@ -261,6 +274,13 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		ts = append(ts, WriteTensor{Name: g, Dims: dims, Type: typ, Data: data})
 		return nil
 	}
+	if decl.Tensors != nil {
+		extra, err := decl.Tensors(spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+		}
+		ts = append(ts, extra...)
+	}
 	if ropeFreqs != nil {
 		ts = append(ts, WriteTensor{Name: ropeFreqsName, Dims: []int64{int64(spec.HeadDim / 2)}, Type: F32, Data: ropeFreqs})
 	}
@@ -317,7 +337,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	if len(unused) > 0 {
 		return nil, nil, fmt.Errorf("%w: %s: convert: %d tensors the %s architecture does not use: %s", ErrUnsupported, m.Dir, len(unused), cfg.ModelType, strings.Join(unused, ", "))
 	}
-	return kvs, ts, nil
+	return append(kvs, residuals...), ts, nil
 }
 
 // ConvertFile converts the checkpoint directory dir into the GGUF file out

@@ -270,6 +270,9 @@ func (m *Model) resolve() error {
 		ints[2].def = 0 // no dense width
 	}
 	for _, k := range ints {
+		if decl.owns(k.key) {
+			continue
+		}
 		n, err := m.metaInt(a+"."+k.key, k.def)
 		if err != nil {
 			return err
@@ -282,12 +285,44 @@ func (m *Model) resolve() error {
 		}
 	}
 	heads := cfg["num_attention_heads"].(int64)
-	kv, err := m.metaInt(a+".attention.head_count_kv", heads)
+	if !decl.owns("attention.head_count_kv") {
+		kv, err := m.metaInt(a+".attention.head_count_kv", heads)
+		if err != nil {
+			return err
+		}
+		cfg["num_key_value_heads"] = kv
+	}
+	hidden := cfg["hidden_size"].(int64)
+	if err := m.readHeadDim(decl, a, cfg, hidden, heads); err != nil {
+		return err
+	}
+	eps, err := m.metaFloat(a+".attention.layer_norm_rms_epsilon", math.NaN())
 	if err != nil {
 		return err
 	}
-	cfg["num_key_value_heads"] = kv
-	hidden := cfg["hidden_size"].(int64)
+	cfg["rms_norm_eps"] = eps
+	theta, err := m.metaFloat(a+".rope.freq_base", 10000)
+	if err != nil {
+		return err
+	}
+	cfg["rope_theta"] = theta
+	if !decl.OwnRopeFreqs {
+		if rs, err := m.ropeScaling(a); err != nil {
+			return err
+		} else if rs != nil {
+			cfg["rope_scaling"] = rs
+		}
+	}
+	return m.resolveRest(decl, a, cfg, hidden)
+}
+
+// readHeadDim reads key_length, value_length and rope.dimension_count
+// (unless the architecture owns them).
+func (m *Model) readHeadDim(decl Arch, a string, cfg map[string]any, hidden, heads int64) error {
+	path := m.Files[0].Path
+	if decl.owns("attention.key_length") {
+		return nil
+	}
 	headDim := hidden / heads
 	if decl.KeyLengthRequired || hidden%heads != 0 {
 		headDim = 0 // must come from key_length
@@ -317,21 +352,13 @@ func (m *Model) resolve() error {
 	case rd != kl:
 		return fmt.Errorf("%w: %s: metadata %q = %d: partial rotary embeddings (head size %d) are not supported", ErrUnsupported, path, a+".rope.dimension_count", rd, kl)
 	}
-	eps, err := m.metaFloat(a+".attention.layer_norm_rms_epsilon", math.NaN())
-	if err != nil {
-		return err
-	}
-	cfg["rms_norm_eps"] = eps
-	theta, err := m.metaFloat(a+".rope.freq_base", 10000)
-	if err != nil {
-		return err
-	}
-	cfg["rope_theta"] = theta
-	if rs, err := m.ropeScaling(a); err != nil {
-		return err
-	} else if rs != nil {
-		cfg["rope_scaling"] = rs
-	}
+	return nil
+}
+
+// resolveRest reads the tokens, the embedding, runs the architecture's
+// Config and builds Config, Spec and the tensor table.
+func (m *Model) resolveRest(decl Arch, a string, cfg map[string]any, hidden int64) error {
+	path := m.Files[0].Path
 	for _, k := range []struct{ key, hf string }{{"tokenizer.ggml.bos_token_id", "bos_token_id"}, {"tokenizer.ggml.eos_token_id", "eos_token_id"}} {
 		if v, ok := m.meta(k.key); ok {
 			if n, ok := v.Int(); ok {
@@ -367,14 +394,25 @@ func (m *Model) resolve() error {
 	if m.Spec, err = arch.For(m.Config); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if decl.PartialRotary && m.Spec.RotaryDim != int(rd) {
-		return fmt.Errorf("%w: %s: metadata %q = %d is not int(head_dim · partial_rotary_factor) = %d", ErrUnsupported, path, a+".rope.dimension_count", rd, m.Spec.RotaryDim)
+	if decl.PartialRotary && !decl.owns("rope.dimension_count") {
+		rd, err := m.metaInt(a+".rope.dimension_count", cfg["head_dim"].(int64))
+		if err != nil {
+			return err
+		}
+		if m.Spec.RotaryDim != int(rd) {
+			return fmt.Errorf("%w: %s: metadata %q = %d is not int(head_dim · partial_rotary_factor) = %d", ErrUnsupported, path, a+".rope.dimension_count", rd, m.Spec.RotaryDim)
+		}
 	}
-	if err := m.checkRopeFreqs(); err != nil {
-		return err
+	if !decl.OwnRopeFreqs {
+		if err := m.checkRopeFreqs(); err != nil {
+			return err
+		}
 	}
 	if m.table, err = newTensorTable(decl, m.Spec); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := m.checkResiduals(); err != nil {
+		return err
 	}
 	return m.checkTensors()
 }

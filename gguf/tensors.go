@@ -205,7 +205,11 @@ func (m *Model) Float64(hf string) ([]float64, []int, error) {
 		reorder(dst, rows, len(dst)/rows, tn.Rows, tn.Cols)
 	}
 	if tn.FromGGUF != nil {
+		stored := append([]float64(nil), dst...)
 		tn.FromGGUF(dst)
+		if err := m.applyResidual(tn, stored, dst); err != nil {
+			return nil, nil, err
+		}
 	}
 	return dst, shape, nil
 }

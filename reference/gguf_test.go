@@ -62,7 +62,8 @@ func TestGGUFRowDecode(t *testing.T) {
 // TestGGUFRowDecodeOrders: DequantizeRows applies every stored order as
 // Dequantize does — qwen35's value-head row orders (in_proj_qkv, in_proj_z,
 // in_proj_a/b) and out_proj's column order, llama's q/k interleave, and
-// the stacked experts' slices (mixtral, qwen3moe, qwen35moe) — row range
+// the stacked experts' slices (mixtral, qwen3moe, qwen35moe), and the
+// gemma2/gemma3/gemma4 mappings (no stored order) — row range
 // by row range bit for bit, and the forward by rows equals the forward
 // decoding every Linear whole, bit for bit (checkRowDecode), with no
 // whole-Linear scratch.
@@ -75,6 +76,9 @@ func TestGGUFRowDecodeOrders(t *testing.T) {
 		{"qwen3_5_moe", gguf.ConvertOptions{Type: gguf.F32}},
 		{"mixtral", gguf.ConvertOptions{Type: gguf.F16}},
 		{"qwen3_moe", gguf.ConvertOptions{Type: gguf.F16}},
+		{"gemma2", gguf.ConvertOptions{Type: gguf.F16}},
+		{"gemma3_text", gguf.ConvertOptions{Type: gguf.F16}},
+		{"gemma4_text", gguf.ConvertOptions{Type: gguf.F32}},
 	} {
 		t.Run(c.fixture, func(t *testing.T) {
 			o, err := fixtures.Defaults(c.fixture)
@@ -87,6 +91,9 @@ func TestGGUFRowDecodeOrders(t *testing.T) {
 				o.Config = map[string]any{"sliding_window": nil}
 			case "qwen3_moe":
 				o.Config = map[string]any{"sliding_window": nil, "use_sliding_window": false, "mlp_only_layers": []int{}}
+			case "gemma2", "gemma3_text":
+				o.Config = map[string]any{"query_pre_attn_scalar": o.HeadDim} // what llama.cpp's graph scales by
+			case "gemma4_text": // the fixture's own config, as gguf's gemma tests
 			default:
 				o.Config = nil
 			}

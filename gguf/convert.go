@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/qppl/qppl/arch"
@@ -35,9 +36,11 @@ type ConvertOptions struct {
 
 // Convert returns the metadata and tensors of a GGUF file holding the
 // dense checkpoint m as llama.cpp's convert_hf_to_gguf.py writes it:
-// llama.cpp's tensor names and <arch>.* metadata (llama and mistral as
-// architecture "llama", qwen2, qwen3), the rows of q and k of llama
-// files permuted, a tied head written without output.weight, and the
+// llama.cpp's tensor names and <arch>.* metadata (the architecture whose
+// declaration lists the model_type: Architectures; llama and mistral as
+// "llama", mixtral as "llama" with experts), the rows of q and k of llama
+// files permuted, a mixture of experts' weights stacked per layer into
+// ffn_{gate,up,down}_exps, a tied head written without output.weight, and the
 // tokenizer (tokenizer.json beside the checkpoint) as tokenizer.ggml.*
 // metadata so that libllama loads the file. Every tensor of m must be
 // used.
@@ -61,22 +64,21 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
 	}
 	cfg := spec.Config // resolved: the family's defaults applied
-	a := cfg.ModelType
-	permute := false
-	switch a {
-	case "llama", "mistral":
-		a, permute = "llama", true
-	case "qwen2", "qwen3":
-	default:
-		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q", ErrUnsupported, m.Dir, cfg.ModelType)
+	decl, ok := archForModelType(cfg.ModelType)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s: convert: model_type %q (GGUF architectures: %s)", ErrUnsupported, m.Dir, cfg.ModelType, strings.Join(archNames(), ", "))
 	}
-	// llama.cpp's llama, qwen2 and qwen3 graphs attend to every earlier
-	// position: a window shorter than the model's context would make the
-	// GGUF file compute another model.
-	for i := 0; i < spec.Layers; i++ {
-		if w := spec.Window(i); w > 0 && w < cfg.MaxPositionEmbeddings {
-			return nil, nil, fmt.Errorf("%w: %s: convert: layer %d has a sliding attention window of %d tokens (config.json sliding_window), which llama.cpp's %s graph does not apply", ErrUnsupported, m.Dir, i, w, a)
-		}
+	a := decl.Name
+	if decl.F32Only != "" && ft.Name != "F32" {
+		return nil, nil, fmt.Errorf("%w: %s: convert to %s: %s: write F32 and quantize it with llama-quantize", ErrUnsupported, m.Dir, ft.Name, decl.F32Only)
+	}
+	archKVs, err := decl.Convert(spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+	}
+	table, err := newTensorTable(decl, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: convert: %w", m.Dir, err)
 	}
 	name := o.Name
 	if name == "" {
@@ -84,7 +86,10 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	fileType := ft.ID
 	mix := mixModel{arch: a, layers: spec.Layers, gqa: spec.Heads / spec.KVHeads, tied: spec.TiedHead,
-		is70B: a == "llama" && spec.Layers == 80 && spec.Heads != spec.KVHeads}
+		is70B: a == "llama" && spec.Layers == 80 && spec.Heads != spec.KVHeads && (spec.MoE == nil || spec.MoE.Experts != 8)}
+	if spec.MoE != nil {
+		mix.experts = spec.MoE.Experts
+	}
 	kvs := []KV{
 		{"general.architecture", StringValue(a)},
 		{"general.name", StringValue(name)},
@@ -100,9 +105,19 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 		{a + ".attention.value_length", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".rope.dimension_count", Uint32Value(uint32(spec.HeadDim))},
 		{a + ".vocab_size", Uint32Value(uint32(spec.Vocab))},
-		{"general.file_type", Uint32Value(fileType)},
-		{"general.quantization_version", Uint32Value(2)},
 	}
+	kvs = slices.DeleteFunc(kvs, func(kv KV) bool { return decl.owns(strings.TrimPrefix(kv.Key, a+".")) })
+	for i := 0; i < len(kvs); i++ {
+		switch {
+		case decl.PartialRotary && kvs[i].Key == a+".rope.dimension_count":
+			kvs[i].Value = Uint32Value(uint32(spec.RotaryDim))
+		case decl.MoEOnly && kvs[i].Key == a+".feed_forward_length":
+			kvs = append(kvs[:i], kvs[i+1:]...)
+			i--
+		}
+	}
+	kvs = append(kvs, archKVs...)
+	kvs = append(kvs, KV{"general.file_type", Uint32Value(fileType)}, KV{"general.quantization_version", Uint32Value(2)})
 	var ropeFreqs []byte
 	if rs := cfg.RopeScaling; rs != nil && rs.Type != "default" {
 		switch rs.Type {
@@ -131,106 +146,198 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	}
 	kvs = append(kvs, tk...)
 
+	// permuted: the Q/K weights and their head counts.
+	permuted := map[string]int{}
+	if decl.PermuteQK {
+		for i := 0; i < spec.Layers; i++ {
+			l := spec.Layer(i)
+			if l.Q != "" {
+				permuted[l.Q+".weight"] = spec.Heads
+			}
+			if l.K != "" {
+				permuted[l.K+".weight"] = spec.KVHeads
+			}
+		}
+	}
 	used := map[string]bool{}
 	var ts []WriteTensor
-	add := func(hf string, heads int) error {
-		vals, shape, err := m.ReadFloat64(hf)
+	var residuals []KV // ResidualPrefix keys, written after the others
+	// read returns a Hugging Face tensor's values (the architecture's
+	// ToGGUF applied).
+	fused := fusedExpertSource(m, spec, used)
+	read := func(tn TensorName) ([]float64, []int, error) {
+		vals, shape, err := fused(tn)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		used[hf] = true
+		if vals == nil {
+			if vals, shape, err = m.ReadFloat64(tn.HF); err != nil {
+				return nil, nil, err
+			}
+		}
+		used[tn.HF] = true
+		if tn.ToGGUF != nil {
+			orig := append([]float64(nil), vals...)
+			tn.ToGGUF(vals)
+			if !tn.StoredForm {
+				kv, ok, err := residualKV(tn, orig, vals)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+				}
+				if ok {
+					residuals = append(residuals, kv)
+				}
+			}
+		}
+		if tn.Rows != nil || tn.Cols != nil {
+			// Hugging Face row i goes to stored row Rows[i] (column j to
+			// Cols[j]).
+			r := shape[0]
+			c := len(vals) / r
+			out := make([]float64, len(vals))
+			for i := 0; i < r; i++ {
+				si := i
+				if tn.Rows != nil {
+					si = tn.Rows[i]
+				}
+				for j := 0; j < c; j++ {
+					sj := j
+					if tn.Cols != nil {
+						sj = tn.Cols[j]
+					}
+					out[si*c+sj] = vals[i*c+j]
+				}
+			}
+			vals = out
+		}
+		if tn.Shape != nil {
+			shape = withoutOnes(shape)
+		}
+		return vals, shape, nil
+	}
+	// emit writes the values of HF shape (experts stacked first) as the
+	// GGUF tensor g (from the Hugging Face tensor hf, for messages).
+	emit := func(g, hf string, vals []float64, shape []int, heads int) error {
 		dims := make([]int64, len(shape))
 		for i, d := range shape {
 			dims[len(shape)-1-i] = int64(d)
 		}
+		cols := shape[len(shape)-1]
+		rows := len(vals) / cols
 		typ := F32
-		if len(shape) == 2 {
-			if typ, err = ft.tensorType(ggufName(hf), int64(shape[1]), mix); err != nil {
+		if len(shape) >= 2 {
+			var err error
+			if typ, err = ft.tensorType(g, int64(cols), mix); err != nil {
 				return fmt.Errorf("%s: convert to %s: %w", m.Dir, ft.Name, err)
 			}
 		}
-		esize := 4
-		if typ == F16 {
-			esize = 2
-		}
-		data := make([]byte, len(vals)*esize)
+		f := make([]float32, len(vals))
 		for i, v := range vals {
-			f := float32(v)
-			if float64(f) != v && !math.IsNaN(v) && typ != F16 {
+			f[i] = float32(v)
+			if float64(f[i]) != v && !math.IsNaN(v) && typ != F16 {
 				return fmt.Errorf("%s: convert: tensor %q element %d = %v is not a float32", m.Dir, hf, i, v)
-			}
-			if typ == F16 {
-				binary.LittleEndian.PutUint16(data[2*i:], f32ToF16(f))
-			} else {
-				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
 			}
 		}
 		if heads > 0 {
-			if err := Permute(data, shape[0], shape[1], esize, heads); err != nil {
-				return fmt.Errorf("%s: %w", hf, err)
+			data := make([]byte, 4*len(f))
+			for i, v := range f {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
 			}
-		}
-		if typ != F32 && typ != F16 {
-			// Quantize the (permuted) float32 rows, as llama.cpp
-			// quantizes the F32 file.
-			f := make([]float32, len(vals))
+			if err := Permute(data, rows, cols, 4, heads); err != nil {
+				return fmt.Errorf("%s: %w", g, err)
+			}
 			for i := range f {
 				f[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 			}
-			if data, err = ggml.Quantize(typ, f, shape[1]); err != nil {
-				return fmt.Errorf("%s: convert: tensor %q: %w", m.Dir, hf, err)
+		}
+		var data []byte
+		switch typ {
+		case F32:
+			data = make([]byte, 4*len(f))
+			for i, v := range f {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+			}
+		case F16:
+			data = make([]byte, 2*len(f))
+			for i, v := range f {
+				binary.LittleEndian.PutUint16(data[2*i:], f32ToF16(v))
+			}
+		default:
+			// Quantize the (permuted) float32 rows, as llama.cpp
+			// quantizes the F32 file (row by row: the experts of a
+			// stacked tensor are whole rows).
+			var err error
+			if data, err = ggml.Quantize(typ, f, cols); err != nil {
+				return fmt.Errorf("%s: convert: tensor %q: %w", m.Dir, g, err)
 			}
 		}
-		ts = append(ts, WriteTensor{Name: ggufName(hf), Dims: dims, Type: typ, Data: data})
+		ts = append(ts, WriteTensor{Name: g, Dims: dims, Type: typ, Data: data})
 		return nil
+	}
+	if decl.Tensors != nil {
+		extra, err := decl.Tensors(spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+		}
+		ts = append(ts, extra...)
 	}
 	if ropeFreqs != nil {
 		ts = append(ts, WriteTensor{Name: ropeFreqsName, Dims: []int64{int64(spec.HeadDim / 2)}, Type: F32, Data: ropeFreqs})
 	}
-	if err := add(arch.EmbedName, 0); err != nil {
-		return nil, nil, err
-	}
-	for i := 0; i < spec.Layers; i++ {
-		l := spec.Layer(i)
-		vecs := []string{l.AttnNorm, l.QBias, l.KBias, l.VBias, l.OBias, l.QNorm, l.KNorm, l.MLPNorm}
-		for _, n := range vecs {
-			if n != "" {
-				if err := add(n, 0); err != nil {
-					return nil, nil, err
-				}
-			}
-		}
-		for _, lin := range spec.LayerLinears(i) {
-			heads := 0
-			if permute && lin.Module == l.Q {
-				heads = spec.Heads
-			}
-			if permute && lin.Module == l.K {
-				heads = spec.KVHeads
-			}
-			if err := add(lin.Module+".weight", heads); err != nil {
+	stacked := map[string]bool{} // expert tensors written
+	for k, tn := range table.order {
+		if tn.Expert < 0 {
+			f, shape, err := read(tn)
+			if err != nil {
 				return nil, nil, err
 			}
+			if err := emit(tn.GGUF, tn.HF, f, shape, permuted[tn.HF]); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
-	}
-	if err := add(arch.FinalNormName, 0); err != nil {
-		return nil, nil, err
-	}
-	if !spec.TiedHead {
-		if err := add(arch.LMHeadName, 0); err != nil {
+		if stacked[tn.GGUF] {
+			continue
+		}
+		stacked[tn.GGUF] = true
+		// A stacked expert tensor: every entry of the table naming the
+		// same GGUF tensor, experts 0, 1, ... in order.
+		var all []float64
+		var shape []int
+		n := 0
+		for _, x := range table.order[k:] {
+			if x.GGUF != tn.GGUF {
+				continue
+			}
+			if x.Expert != n {
+				return nil, nil, fmt.Errorf("gguf: convert: %s: expert %d where %d was expected", tn.GGUF, x.Expert, n)
+			}
+			f, sh, err := read(x)
+			if err != nil {
+				return nil, nil, err
+			}
+			if shape != nil && (sh[0] != shape[1] || sh[1] != shape[2]) {
+				return nil, nil, fmt.Errorf("%s: convert: %s has shape %v, expert 0 %v", m.Dir, x.HF, sh, shape[1:])
+			}
+			shape = []int{0, sh[0], sh[1]}
+			all = append(all, f...)
+			n++
+		}
+		shape[0] = n
+		if err := emit(tn.GGUF, tn.HF, all, shape, 0); err != nil {
 			return nil, nil, err
 		}
 	}
 	var unused []string
 	for _, n := range m.Names() {
-		if !used[n] {
+		if !used[n] && !ignoredName(n, spec.Ignored) {
 			unused = append(unused, n)
 		}
 	}
 	if len(unused) > 0 {
 		return nil, nil, fmt.Errorf("%w: %s: convert: %d tensors the %s architecture does not use: %s", ErrUnsupported, m.Dir, len(unused), cfg.ModelType, strings.Join(unused, ", "))
 	}
-	return kvs, ts, nil
+	return append(kvs, residuals...), ts, nil
 }
 
 // ConvertFile converts the checkpoint directory dir into the GGUF file out
@@ -520,4 +627,72 @@ func llama3Factors(dim int, theta float64, rs *checkpoint.RopeScaling) []float32
 		}
 	}
 	return out
+}
+
+// ignoredName reports a tensor under one of the architecture's ignored
+// prefixes (a vision tower, multi-token prediction), which llama.cpp's
+// text conversion does not write either.
+func ignoredName(n string, ps []checkpoint.IgnoredPrefix) bool {
+	for _, p := range ps {
+		if strings.HasPrefix(n, p.Prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// fusedExpertSource returns a reader of an expert's 2-D weight from the
+// fused 3-D tensors transformers ≥ 5 writes (arch.Spec.FusedExperts:
+// experts.gate_up_proj [E, 2·I, hidden], gate rows first, as llama.cpp's
+// Qwen2MoeModel.modify_tensors splits it; experts.down_proj [E, hidden,
+// I]) when the checkpoint has no per-expert tensor; it returns nil values
+// for any other tensor. The fused tensors it reads are marked used.
+func fusedExpertSource(m *checkpoint.Model, spec *arch.Spec, used map[string]bool) func(TensorName) ([]float64, []int, error) {
+	type part struct {
+		fused string
+		e     int
+		half  int // 0 gate, 1 up, -1 down
+	}
+	parts := map[string]part{}
+	for i := 0; i < spec.Layers; i++ {
+		if !spec.Sparse(i) {
+			continue
+		}
+		gu, dn := spec.FusedExperts(i)
+		for e := 0; e < spec.MoE.Experts; e++ {
+			g, u, d := spec.Expert(i, e)
+			parts[g+".weight"], parts[u+".weight"], parts[d+".weight"] = part{gu, e, 0}, part{gu, e, 1}, part{dn, e, -1}
+		}
+	}
+	var lastName string
+	var last []float64
+	var lastShape []int
+	return func(tn TensorName) ([]float64, []int, error) {
+		p, ok := parts[tn.HF]
+		if tn.Expert < 0 || !ok {
+			return nil, nil, nil
+		}
+		if _, ok := m.Tensor(tn.HF); ok {
+			return nil, nil, nil // per-expert tensors: read as they are
+		}
+		if p.fused != lastName {
+			v, shape, err := m.ReadFloat64(p.fused)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(shape) != 3 || shape[0] != spec.MoE.Experts || (p.half >= 0 && shape[1]%2 != 0) {
+				return nil, nil, fmt.Errorf("%w: %s: convert: fused expert tensor %q has shape %v", ErrFormat, m.Dir, p.fused, shape)
+			}
+			lastName, last, lastShape = p.fused, v, shape
+			used[p.fused] = true
+		}
+		rows, cols := lastShape[1], lastShape[2]
+		r0, n := 0, rows
+		if p.half >= 0 {
+			n = rows / 2
+			r0 = p.half * n
+		}
+		off := (p.e*rows + r0) * cols
+		return append([]float64(nil), last[off:off+n*cols]...), []int{n, cols}, nil
+	}
 }

@@ -23,15 +23,19 @@
 //
 // # Model
 //
-// OpenModel maps general.architecture llama (Mistral-family files are
-// written as llama), qwen2 and qwen3 and the <arch>.* hyperparameters onto
-// a checkpoint.Config (parsed by arch.ParseConfig, so defaults and
-// checks are the safetensors ones) and an arch.Spec; tensors are addressed
-// by their Hugging Face names (ggufName maps them: token_embd, blk.N.attn_q,
-// ..., output_norm, output; a missing output.weight is a tied head). Every
+// OpenModel maps general.architecture and the <arch>.* hyperparameters
+// onto a checkpoint.Config (parsed by arch.ParseConfig, so defaults and
+// checks are the safetensors ones) and an arch.Spec. Each architecture is
+// declared once (Arch, in arch_<name>.go; archs lists them: llama, with
+// Mistral-family files written as llama and Mixtral as llama with experts,
+// qwen2, qwen3, qwen3moe, phi3); tensors are
+// addressed by their Hugging Face names through the declaration's tensor
+// table (token_embd, blk.N.attn_q, ..., output_norm, output; a missing
+// output.weight is a tied head; an expert's weight is its slice of a
+// stacked ffn_*_exps tensor). Every
 // tensor in the file must be used. float32 hyperparameters (RMS epsilon,
 // RoPE base) are read as the shortest decimal that rounds to them, the value
-// the converter was given. For llama files the rows of attn_q and attn_k
+// the converter was given. For llama files (Arch.PermuteQK) the rows of attn_q and attn_k
 // are un-permuted (Unpermute) so that the reference computes the Hugging
 // Face model's logits with rotate-half RoPE; qwen2/qwen3 files are not
 // permuted. llama3 RoPE scaling is stored by llama.cpp as rope_freqs.weight:

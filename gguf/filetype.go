@@ -49,6 +49,9 @@ type mixModel struct {
 	gqa    int  // n_head / n_head_kv
 	tied   bool // no output.weight: token_embd is the head
 	is70B  bool // llama.cpp's LLM_TYPE_70B (llama, 80 layers, grouped-query attention)
+	// experts is hparams.n_expert (0 for a dense model): 8 experts bump
+	// attn_v, attn_k and attn_output.
+	experts int
 }
 
 // isQuantized reports whether t is a block type (ggml_is_quantized).
@@ -64,10 +67,18 @@ func useMoreBits(i, n int) bool {
 // (GGUF name, input width ne0) in a file of type ft, without an importance
 // matrix, output-tensor or token-embedding overrides, or --pure
 // (llama.cpp src/llama-quant.cpp: llama_tensor_get_type,
-// llama_tensor_get_type_impl and tensor_type_fallback, for the
-// non-expert llama/qwen2/qwen3 graphs qppl converts). Vectors are F32.
+// llama_tensor_get_type_impl and tensor_type_fallback, for the graphs qppl
+// converts). Vectors are F32. The MoE router (ffn_gate_inp) stays F32 in
+// every file: convert_hf_to_gguf.py's prepare_tensors keeps
+// MODEL_TENSOR.FFN_GATE_INP in float32 and tensor_allows_quantization
+// never quantizes it. A stacked expert tensor (ffn_*_exps) is typed by
+// its category (its name contains ffn_down, ffn_up, ffn_gate) and its
+// layer, read from its name (layer_info with n_expert > 1).
 func (ft FileType) tensorType(name string, ne0 int64, m mixModel) (ggml.Type, error) {
 	t := ft.Default
+	if strings.Contains(name, "ffn_gate_inp.weight") {
+		return ggml.F32, nil
+	}
 	if !isQuantized(t) {
 		return t, nil
 	}
@@ -88,7 +99,8 @@ func (ft FileType) tensorType(name string, ne0 int64, m mixModel) (ggml.Type, er
 		}
 	case name == "token_embd.weight":
 		// untied: the default type for these file types
-	case strings.HasSuffix(name, ".attn_v.weight"):
+	case strings.HasSuffix(name, ".attn_v.weight"), strings.HasSuffix(name, ".attn_qkv.weight"):
+		// category_is_attn_v: attn_v, and phi3's fused attn_qkv too
 		switch {
 		case (ft.Name == "IQ4_NL" || ft.Name == "IQ4_XS") && m.gqa >= 4:
 			t = ggml.Q5_K
@@ -100,7 +112,21 @@ func (ft FileType) tensorType(name string, ne0 int64, m mixModel) (ggml.Type, er
 		if m.is70B && (t == ggml.Q3_K || t == ggml.Q4_K) {
 			t = ggml.Q5_K
 		}
-	case strings.HasSuffix(name, ".ffn_down.weight"):
+		if m.experts == 8 {
+			t = ggml.Q8_0 // "for the 8-expert model, bumping this to Q8_0"
+		}
+	case strings.HasSuffix(name, ".attn_k.weight"):
+		if m.experts == 8 {
+			t = ggml.Q8_0
+		}
+	case strings.HasSuffix(name, ".attn_output.weight"):
+		if m.experts == 8 {
+			switch ft.Name {
+			case "Q4_K_S", "Q4_K_M", "IQ4_NL", "IQ4_XS":
+				t = ggml.Q5_K
+			}
+		}
+	case strings.Contains(name, "ffn_down"):
 		switch {
 		case ft.Name == "Q4_K_M":
 			if useMoreBits(layer, m.layers) {

@@ -91,7 +91,8 @@ func (m *Model) TypeBreakdown() (layers, all []TypeShare) {
 	lin := map[string]bool{}
 	for i := 0; i < m.Spec.Layers; i++ {
 		for _, al := range m.Spec.LayerLinears(i) {
-			lin[ggufName(al.Module+".weight")] = true
+			g, _ := m.GGUFName(al.Module + ".weight")
+			lin[g] = true
 		}
 	}
 	acc := func(dst map[Type]*TypeShare, ti TensorInfo) {

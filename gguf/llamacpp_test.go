@@ -186,7 +186,7 @@ func putF32(b []byte, v float32) {
 // names, metadata or the llama Q/K permutation were wrong.
 func TestLlamaCppAgreesOnConvertedF32(t *testing.T) {
 	h := llamaHelper(t)
-	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3"} { // the GGUF architectures
+	for _, arch := range ggufFamilies {
 		t.Run(arch, func(t *testing.T) {
 			dir := writeFixture(t, arch, nil)
 			path := convert(t, dir, gguf.F32)

@@ -48,8 +48,10 @@ type Model struct {
 	closers []io.Closer
 	tensors map[string]TensorInfo // by GGUF name
 	owner   map[string]*File
-	// permuted reports llama.cpp's Q/K row interleave (llama architecture).
-	permuted bool
+	// decl is general.architecture's declaration (arch_<name>.go), table
+	// its tensor names for Spec.
+	decl  Arch
+	table *tensorTable
 	// freqFactors are rope_freqs.weight's factors when they are applied
 	// as llama.cpp does (no RopeScalingKey), nil otherwise.
 	freqFactors []float64
@@ -236,9 +238,6 @@ func (m *Model) metaFloat(key string, def float64) (float64, error) {
 	return f, nil
 }
 
-// supportedArchs are the general.architecture values OpenModel maps.
-func supportedArchs() []string { return []string{"llama", "qwen2", "qwen3"} }
-
 // resolve builds Config and Spec from the metadata and checks the tensors.
 func (m *Model) resolve() error {
 	path := m.Files[0].Path
@@ -251,14 +250,12 @@ func (m *Model) resolve() error {
 		return m.metaErr("general.architecture", v, "want a string")
 	}
 	m.Arch = a
-	switch a {
-	case "llama":
-		m.permuted = true
-	case "qwen2", "qwen3":
-	default:
-		return fmt.Errorf("%w: %s: general.architecture %q (supported: %s)", ErrUnsupported, path, a, strings.Join(supportedArchs(), ", "))
+	decl, ok := lookupArch(a)
+	if !ok {
+		return fmt.Errorf("%w: %s: general.architecture %q (supported: %s)", ErrUnsupported, path, a, strings.Join(archNames(), ", "))
 	}
-	cfg := map[string]any{"model_type": a, "hidden_act": "silu", "torch_dtype": "float32"}
+	m.decl = decl
+	cfg := map[string]any{"hidden_act": "silu", "torch_dtype": "float32"}
 	ints := []struct {
 		key, hf string
 		def     int64
@@ -269,7 +266,13 @@ func (m *Model) resolve() error {
 		{"attention.head_count", "num_attention_heads", -1},
 		{"context_length", "max_position_embeddings", 0},
 	}
+	if decl.MoEOnly {
+		ints[2].def = 0 // no dense width
+	}
 	for _, k := range ints {
+		if decl.owns(k.key) {
+			continue
+		}
 		n, err := m.metaInt(a+"."+k.key, k.def)
 		if err != nil {
 			return err
@@ -282,14 +285,46 @@ func (m *Model) resolve() error {
 		}
 	}
 	heads := cfg["num_attention_heads"].(int64)
-	kv, err := m.metaInt(a+".attention.head_count_kv", heads)
+	if !decl.owns("attention.head_count_kv") {
+		kv, err := m.metaInt(a+".attention.head_count_kv", heads)
+		if err != nil {
+			return err
+		}
+		cfg["num_key_value_heads"] = kv
+	}
+	hidden := cfg["hidden_size"].(int64)
+	if err := m.readHeadDim(decl, a, cfg, hidden, heads); err != nil {
+		return err
+	}
+	eps, err := m.metaFloat(a+".attention.layer_norm_rms_epsilon", math.NaN())
 	if err != nil {
 		return err
 	}
-	cfg["num_key_value_heads"] = kv
-	hidden := cfg["hidden_size"].(int64)
+	cfg["rms_norm_eps"] = eps
+	theta, err := m.metaFloat(a+".rope.freq_base", 10000)
+	if err != nil {
+		return err
+	}
+	cfg["rope_theta"] = theta
+	if !decl.OwnRopeFreqs {
+		if rs, err := m.ropeScaling(a); err != nil {
+			return err
+		} else if rs != nil {
+			cfg["rope_scaling"] = rs
+		}
+	}
+	return m.resolveRest(decl, a, cfg, hidden)
+}
+
+// readHeadDim reads key_length, value_length and rope.dimension_count
+// (unless the architecture owns them).
+func (m *Model) readHeadDim(decl Arch, a string, cfg map[string]any, hidden, heads int64) error {
+	path := m.Files[0].Path
+	if decl.owns("attention.key_length") {
+		return nil
+	}
 	headDim := hidden / heads
-	if a == "qwen3" || hidden%heads != 0 {
+	if decl.KeyLengthRequired || hidden%heads != 0 {
 		headDim = 0 // must come from key_length
 	}
 	kl, err := m.metaInt(a+".attention.key_length", headDim)
@@ -308,24 +343,22 @@ func (m *Model) resolve() error {
 	if err != nil {
 		return err
 	}
-	if rd != kl {
+	switch {
+	case rd != kl && decl.PartialRotary:
+		if rd == 0 || rd > kl || rd%2 != 0 {
+			return fmt.Errorf("%w: %s: metadata %q = %d: want an even rotary width in (0, %d]", ErrFormat, path, a+".rope.dimension_count", rd, kl)
+		}
+		cfg["partial_rotary_factor"] = float64(rd) / float64(kl) // Spec.RotaryDim gives rd back (checked below)
+	case rd != kl:
 		return fmt.Errorf("%w: %s: metadata %q = %d: partial rotary embeddings (head size %d) are not supported", ErrUnsupported, path, a+".rope.dimension_count", rd, kl)
 	}
-	eps, err := m.metaFloat(a+".attention.layer_norm_rms_epsilon", math.NaN())
-	if err != nil {
-		return err
-	}
-	cfg["rms_norm_eps"] = eps
-	theta, err := m.metaFloat(a+".rope.freq_base", 10000)
-	if err != nil {
-		return err
-	}
-	cfg["rope_theta"] = theta
-	if rs, err := m.ropeScaling(a); err != nil {
-		return err
-	} else if rs != nil {
-		cfg["rope_scaling"] = rs
-	}
+	return nil
+}
+
+// resolveRest reads the tokens, the embedding, runs the architecture's
+// Config and builds Config, Spec and the tensor table.
+func (m *Model) resolveRest(decl Arch, a string, cfg map[string]any, hidden int64) error {
+	path := m.Files[0].Path
 	for _, k := range []struct{ key, hf string }{{"tokenizer.ggml.bos_token_id", "bos_token_id"}, {"tokenizer.ggml.eos_token_id", "eos_token_id"}} {
 		if v, ok := m.meta(k.key); ok {
 			if n, ok := v.Int(); ok {
@@ -348,9 +381,8 @@ func (m *Model) resolve() error {
 	}
 	_, hasOutput := m.tensors["output.weight"]
 	cfg["tie_word_embeddings"] = !hasOutput
-	_, qBias := m.tensors["blk.0.attn_q.bias"]
-	if a != "qwen2" {
-		cfg["attention_bias"] = qBias
+	if err := decl.Config(m, cfg); err != nil {
+		return err
 	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
@@ -362,7 +394,24 @@ func (m *Model) resolve() error {
 	if m.Spec, err = arch.For(m.Config); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := m.checkRopeFreqs(); err != nil {
+	if decl.PartialRotary && !decl.owns("rope.dimension_count") {
+		rd, err := m.metaInt(a+".rope.dimension_count", cfg["head_dim"].(int64))
+		if err != nil {
+			return err
+		}
+		if m.Spec.RotaryDim != int(rd) {
+			return fmt.Errorf("%w: %s: metadata %q = %d is not int(head_dim · partial_rotary_factor) = %d", ErrUnsupported, path, a+".rope.dimension_count", rd, m.Spec.RotaryDim)
+		}
+	}
+	if !decl.OwnRopeFreqs {
+		if err := m.checkRopeFreqs(); err != nil {
+			return err
+		}
+	}
+	if m.table, err = newTensorTable(decl, m.Spec); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := m.checkResiduals(); err != nil {
 		return err
 	}
 	return m.checkTensors()
@@ -405,44 +454,6 @@ func (m *Model) ropeScaling(a string) (map[string]any, error) {
 	return nil, fmt.Errorf("%w: %s: metadata %q = %q (supported: none, linear)", ErrUnsupported, path, a+".rope.scaling.type", typ)
 }
 
-// ggufName maps a Hugging Face tensor name onto its GGUF name ("" when it
-// has none).
-func ggufName(hf string) string {
-	switch hf {
-	case arch.EmbedName:
-		return "token_embd.weight"
-	case arch.FinalNormName:
-		return "output_norm.weight"
-	case arch.LMHeadName:
-		return "output.weight"
-	}
-	rest, ok := strings.CutPrefix(hf, "model.layers.")
-	if !ok {
-		return ""
-	}
-	i := strings.IndexByte(rest, '.')
-	if i <= 0 {
-		return ""
-	}
-	layer, rest := rest[:i], rest[i+1:]
-	for _, p := range [...]struct{ hf, g string }{
-		{"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"},
-		{"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"},
-		{"self_attn.v_proj", "attn_v"}, {"self_attn.o_proj", "attn_output"},
-		{"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
-		{"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"}, {"mlp.down_proj", "ffn_down"},
-	} {
-		if suffix, ok := strings.CutPrefix(rest, p.hf+"."); ok {
-			return "blk." + layer + "." + p.g + "." + suffix
-		}
-	}
-	return ""
-}
-
-// GGUFName returns the GGUF name of a Hugging Face tensor name of the
-// supported architectures ("" when it has none).
-func GGUFName(hf string) string { return ggufName(hf) }
-
 // checkTensors checks every tensor the architecture reads (shape in the
 // Hugging Face sense, ggml ne reversed) and that no other tensor is in the
 // file.
@@ -452,16 +463,35 @@ func (m *Model) checkTensors() error {
 		used[ropeFreqsName] = true // read by ropeFreqs
 	}
 	for _, ts := range m.Spec.DenseWeights() {
-		g := ggufName(ts.Name)
+		tn := m.table.byHF[ts.Name] // newTensorTable checked it is there
+		g := tn.GGUF
 		ti, ok := m.tensors[g]
 		if !ok {
 			return fmt.Errorf("%w: %s: tensor %q (%s) is missing", ErrFormat, m.Files[0].Path, g, ts.Name)
 		}
-		if !sameShape(ti.Dims, ts.Shape) {
-			return fmt.Errorf("%w: %s: tensor %q has ne %v, want %v (the reverse of %s's %v)", ErrFormat, ti.File, g, ti.Dims, reversed(ts.Shape), ts.Name, ts.Shape)
+		want := ts.Shape
+		if tn.Expert >= 0 {
+			// expert e is slice e of the stacked [experts, out, in]
+			want = append([]int{m.Spec.MoE.Experts}, ts.Shape...)
+			if tn.Expert >= m.Spec.MoE.Experts {
+				return fmt.Errorf("%w: %s: tensor %q: expert %d of %d", ErrFormat, ti.File, g, tn.Expert, m.Spec.MoE.Experts)
+			}
+		}
+		if tn.Shape != nil && sameShape(ti.Dims, withoutOnes(want)) {
+			want = withoutOnes(want) // written without its size-1 dimensions
+		}
+		if !sameShape(ti.Dims, want) {
+			what := fmt.Sprintf("the reverse of %s's %v", ts.Name, ts.Shape)
+			if tn.Expert >= 0 {
+				what = fmt.Sprintf("%d experts of %s's %v", m.Spec.MoE.Experts, ts.Name, ts.Shape)
+			}
+			return fmt.Errorf("%w: %s: tensor %q has ne %v, want %v (%s)", ErrFormat, ti.File, g, ti.Dims, reversed(want), what)
 		}
 		if len(ti.Dims) == 1 && ti.Type != F32 && ti.Type != F16 && ti.Type != BF16 {
 			return fmt.Errorf("%w: %s: tensor %q: vector of type %s (norms and biases are F32, F16 or BF16)", ErrUnsupported, ti.File, g, ti.Type)
+		}
+		if tn.FromGGUF != nil && len(ti.Dims) != 1 {
+			return fmt.Errorf("%w: %s: tensor %q: a transformed tensor must be a vector", ErrUnsupported, ti.File, g)
 		}
 		used[g] = true
 	}
@@ -493,6 +523,17 @@ func sameShape(ne []int64, hf []int) bool {
 		}
 	}
 	return true
+}
+
+// withoutOnes returns s without its size-1 dimensions.
+func withoutOnes(s []int) []int {
+	var out []int
+	for _, d := range s {
+		if d != 1 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func reversed(s []int) []int {

@@ -37,11 +37,30 @@ func openRaw(t *testing.T, path string) *gguf.File {
 // rule and the Q6_K head all occur), and qwen3 of width 64 with an untied
 // head (every super-block type falls back to a 32-value one).
 func quantizeFixtures(t *testing.T) map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"llama-256x8": writeFixture(t, "llama", func(o *fixtures.Options) {
 			o.Hidden, o.Intermediate, o.Heads, o.KVHeads, o.HeadDim, o.Layers, o.Tied = 256, 256, 8, 2, 32, 8, true
 		}),
 		"qwen3-64": writeFixture(t, "qwen3", func(o *fixtures.Options) { o.Tied = false }),
+	}
+	for name, edit := range moeQuantFixtures() {
+		m[name] = writeFixture(t, strings.SplitN(name, "-", 2)[0], edit)
+	}
+	return m
+}
+
+// moeQuantFixtures are the MoE and fused-projection fixtures (width 256,
+// 4 layers, 4 query heads per KV head): 8 experts each, which bumps
+// llama.cpp's attn_v, attn_k and attn_output types, and phi3's fused
+// attn_qkv / ffn_up.
+func moeQuantFixtures() map[string]func(*fixtures.Options) {
+	wide := func(o *fixtures.Options) {
+		o.Hidden, o.Intermediate, o.Heads, o.KVHeads, o.HeadDim, o.Layers, o.Tied = 256, 256, 8, 2, 32, 4, false
+	}
+	return map[string]func(*fixtures.Options){
+		"qwen3_moe-256x4": func(o *fixtures.Options) { wide(o); o.Config["moe_intermediate_size"] = 256 },
+		"mixtral-256x4":   wide,
+		"phi3-256x4":      wide,
 	}
 }
 

@@ -14,19 +14,123 @@ import (
 func (m *Model) lookupHF(hf string) (TensorInfo, *File, error) {
 	ti, f, err := m.peekHF(hf)
 	if err == nil {
-		m.mark(ti.Name)
+		tn, _ := m.hfName(hf)
+		m.mark(tn.GGUF)
 	}
 	return ti, f, err
 }
 
-// peekHF is lookupHF without marking (accounting, messages).
+// peekHF is lookupHF without marking (accounting, messages). For an
+// expert's weight it returns expert's slice of the stacked 3-D tensor as a
+// 2-D tensor of its own (expertSlice).
 func (m *Model) peekHF(hf string) (TensorInfo, *File, error) {
-	g := ggufName(hf)
-	ti, ok := m.tensors[g]
-	if g == "" || !ok {
+	tn, ok := m.hfName(hf)
+	ti, ok2 := m.tensors[tn.GGUF]
+	if !ok || !ok2 {
 		return TensorInfo{}, nil, fmt.Errorf("%s: no tensor for %q in the GGUF file", m.Path, hf)
 	}
-	return ti, m.owner[g], nil
+	if tn.Expert >= 0 {
+		var err error
+		if ti, err = expertSlice(ti, tn.Expert); err != nil {
+			return TensorInfo{}, nil, err
+		}
+	}
+	if tn.Shape != nil && len(ti.Dims) != len(tn.Shape) {
+		// written without its size-1 dimensions (checkTensors checked
+		// the others): presented with them.
+		ti.Dims = make([]int64, len(tn.Shape))
+		for i, d := range tn.Shape {
+			ti.Dims[len(tn.Shape)-1-i] = int64(d)
+		}
+	}
+	return ti, m.owner[tn.GGUF], nil
+}
+
+// Shape returns a tensor's Hugging Face shape by its Hugging Face name
+// (ne reversed, with TensorName.Shape's size-1 dimensions), without
+// marking it read.
+func (m *Model) Shape(hf string) ([]int, bool) {
+	ti, _, err := m.peekHF(hf)
+	if err != nil {
+		return nil, false
+	}
+	return reversed64(ti.Dims), true
+}
+
+func reversed64(ne []int64) []int {
+	out := make([]int, len(ne))
+	for i, d := range ne {
+		out[len(ne)-1-i] = int(d)
+	}
+	return out
+}
+
+// DecayRate returns A = exp(A_log) of a Gated DeltaNet layer exactly as
+// the file stores it (TensorName.Decay: llama.cpp's ssm_a = −exp(A_log) in
+// float32, negated, in Hugging Face order), with ok true; ok is false when
+// the file stores A_log itself (Float64 then gives it). hf is the A_log
+// tensor's name.
+func (m *Model) DecayRate(hf string) ([]float64, bool, error) {
+	tn, ok := m.hfName(hf)
+	if !ok || !tn.Decay {
+		return nil, false, nil
+	}
+	ti, f, err := m.lookupHF(hf)
+	if err != nil {
+		return nil, false, err
+	}
+	v := make([]float64, ti.Numel())
+	if err := m.decodeRange(ti, f, 0, ti.Numel(), v); err != nil {
+		return nil, false, err
+	}
+	for i, s := range v {
+		if !(s < 0) || math.IsInf(s, 0) {
+			return nil, false, fmt.Errorf("%w: %s: tensor %q element %d = %v: llama.cpp stores −exp(A_log), which is negative and finite", ErrFormat, ti.File, ti.Name, i, s)
+		}
+		v[i] = -s
+	}
+	reorder(v, len(v), 1, tn.Rows, nil)
+	return v, true, nil
+}
+
+// expertSlice returns expert e's 2-D weight (ne [in, out]) of a stacked
+// tensor ne [in, out, experts] (llama.cpp's ffn_*_exps: the experts are
+// its outermost dimension, each a contiguous run of out rows of blocks),
+// named "<name>[e]" in messages.
+func expertSlice(ti TensorInfo, e int) (TensorInfo, error) {
+	if len(ti.Dims) != 3 || e < 0 || int64(e) >= ti.Dims[2] {
+		return TensorInfo{}, fmt.Errorf("%w: %s: tensor %q has ne %v: no expert %d", ErrFormat, ti.File, ti.Name, ti.Dims, e)
+	}
+	size, err := rowBytes(ti.Type, ti.Dims[0]*ti.Dims[1])
+	if err != nil {
+		return TensorInfo{}, fmt.Errorf("%w: %s: tensor %q: %v", ErrFormat, ti.File, ti.Name, err)
+	}
+	out := ti
+	out.Name = fmt.Sprintf("%s[%d]", ti.Name, e)
+	out.Dims = []int64{ti.Dims[0], ti.Dims[1]}
+	out.Offset += int64(e) * size
+	out.Size = size
+	return out, nil
+}
+
+// hfName returns the table entry of a Hugging Face tensor name.
+func (m *Model) hfName(hf string) (TensorName, bool) {
+	if m.table == nil {
+		return TensorName{}, false
+	}
+	tn, ok := m.table.byHF[hf]
+	return tn, ok
+}
+
+// GGUFName returns the GGUF tensor holding a Hugging Face tensor of the
+// model, and for an expert's weight its index in the stacked tensor (-1
+// otherwise); "" when the model has no such tensor.
+func (m *Model) GGUFName(hf string) (name string, expert int) {
+	tn, ok := m.hfName(hf)
+	if !ok {
+		return "", -1
+	}
+	return tn.GGUF, tn.Expert
 }
 
 // TensorByGGUFName returns a tensor by its GGUF name.
@@ -95,6 +199,18 @@ func (m *Model) Float64(hf string) ([]float64, []int, error) {
 	if err := m.decodeRange(ti, f, 0, ti.Numel(), dst); err != nil {
 		return nil, nil, err
 	}
+	tn, _ := m.hfName(hf)
+	if tn.Rows != nil || tn.Cols != nil {
+		rows := shape[0]
+		reorder(dst, rows, len(dst)/rows, tn.Rows, tn.Cols)
+	}
+	if tn.FromGGUF != nil {
+		stored := append([]float64(nil), dst...)
+		tn.FromGGUF(dst)
+		if err := m.applyResidual(tn, stored, dst); err != nil {
+			return nil, nil, err
+		}
+	}
 	return dst, shape, nil
 }
 
@@ -138,6 +254,9 @@ type Linear struct {
 	ti    TensorInfo
 	f     *File
 	heads int // > 0: undo the Q/K permutation over this many heads
+	// rows, cols (nil: as stored): Hugging Face row i is stored row
+	// rows[i], column j stored column cols[j] (TensorName.Rows, Cols).
+	rows, cols []int
 }
 
 // Linear opens a linear module (Hugging Face name without ".weight").
@@ -159,7 +278,10 @@ func (m *Model) Linear(module string) (quant.Linear, error) {
 		Base: quant.Base{Name: module, Out: int(ti.Dims[1]), In: int(ti.Dims[0]), Fmt: "gguf-" + strings.ToLower(ti.Type.String()), Bytes: ti.Size, FileName: ti.File},
 		m:    m, ti: ti, f: f,
 	}
-	if m.permuted {
+	if tn, _ := m.hfName(name); tn.Rows != nil || tn.Cols != nil {
+		l.rows, l.cols = tn.Rows, tn.Cols
+	}
+	if m.decl.PermuteQK {
 		switch {
 		case strings.HasSuffix(module, ".self_attn.q_proj"):
 			l.heads = m.Spec.Heads
@@ -182,6 +304,9 @@ func (l *Linear) Raw() ([]byte, error) { return l.f.readAt(l.ti, 0, l.ti.Size) }
 // row i of the Hugging Face weight is stored row RowOrder()[i]. It is nil
 // when the rows are stored in the Hugging Face order.
 func (l *Linear) RowOrder() []int {
+	if l.rows != nil {
+		return append([]int(nil), l.rows...)
+	}
 	if l.heads <= 0 {
 		return nil
 	}
@@ -224,7 +349,35 @@ func (l *Linear) Dequantize(dst []float64) error {
 	if l.heads > 0 {
 		return Unpermute(dst, l.Out, l.In, l.heads)
 	}
+	if l.rows != nil || l.cols != nil {
+		reorder(dst, l.Out, l.In, l.rows, l.cols)
+	}
 	return nil
+}
+
+// ColOrder returns, for a weight whose columns llama.cpp's converter
+// reordered (qwen35's out_proj: value heads tiled), where each Hugging
+// Face column is stored: column j is stored column ColOrder()[j]; nil when
+// the columns are stored in the Hugging Face order.
+func (l *Linear) ColOrder() []int { return append([]int(nil), l.cols...) }
+
+// reorder rewrites a row-major [out][in] matrix in place so that element
+// [i][j] becomes the stored element [rows[i]][cols[j]] (nil: identity).
+func reorder(w []float64, out, in int, rows, cols []int) {
+	src := append([]float64(nil), w...)
+	for i := 0; i < out; i++ {
+		r := i
+		if rows != nil {
+			r = rows[i]
+		}
+		for j := 0; j < in; j++ {
+			c := j
+			if cols != nil {
+				c = cols[j]
+			}
+			w[i*in+j] = src[r*in+c]
+		}
+	}
 }
 
 // Unpermute undoes llama.cpp's converter permutation of a q or k weight

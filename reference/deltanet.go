@@ -96,7 +96,7 @@ func (m *model) deltaNet(ws *workspace, l *layerWeights, T int) error {
 	for j := 0; j < nv; j++ {
 		kh := j / group
 		clear(S)
-		A := detmath.Exp(dw.aLog[j])
+		A := dw.a[j]
 		for t := 0; t < T; t++ {
 			row := w.conv[t*cd:]
 			q := row[kh*dk : (kh+1)*dk]

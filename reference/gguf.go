@@ -46,3 +46,6 @@ func (s ggufSource) Float64(name string) ([]float64, []int, error) {
 }
 func (s ggufSource) Rows(name string) (rowReader, error) { return s.m.Rows(name) }
 func (s ggufSource) Where(name string) string            { return s.m.Where(name) }
+
+// DecayRate: qwen35 files store A = exp(A_log) (as −A), used exactly.
+func (s ggufSource) DecayRate(name string) ([]float64, bool, error) { return s.m.DecayRate(name) }

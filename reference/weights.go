@@ -9,6 +9,7 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
+	"github.com/qppl/qppl/detmath"
 	"github.com/qppl/qppl/gemm"
 	"github.com/qppl/qppl/quant"
 )
@@ -174,11 +175,48 @@ type gemma4MoE struct {
 	postNorm2, routerIn []float64 // post_feedforward_layernorm_2 [C]; routerIn: scale · C^-½ [C]
 }
 
+// decaySource is implemented by sources whose file stores a Gated
+// DeltaNet's A = exp(A_log) itself (gguf.Model: llama.cpp stores
+// −exp(A_log) in float32, which A_log cannot reproduce exactly); ok is
+// false when the file stores A_log.
+type decaySource interface {
+	DecayRate(name string) (a []float64, ok bool, err error)
+}
+
+// decayRate reads A = exp(A_log) [n]: as the source stores it, or
+// detmath.Exp of A_log.
+func decayRate(src source, name string, n int, vec func(string, int) ([]float64, error)) ([]float64, error) {
+	if ds, ok := src.(decaySource); ok {
+		a, ok, err := ds.DecayRate(name)
+		if err != nil {
+			return nil, fmt.Errorf("reference: %s: %w", src.Where(name), err)
+		}
+		if ok {
+			if len(a) != n {
+				return nil, fmt.Errorf("reference: %s: tensor %q has %d values, want [%d]", src.Where(name), name, len(a), n)
+			}
+			return a, nil
+		}
+	}
+	aLog, err := vec(name, n)
+	if err != nil {
+		return nil, err
+	}
+	a := make([]float64, n)
+	for j, x := range aLog {
+		a[j] = detmath.Exp(x)
+	}
+	return a, nil
+}
+
 // deltaWeights are the dense tensors of a Gated DeltaNet layer.
 type deltaWeights struct {
-	conv         []float64 // [ConvDim][kernel] (conv1d.weight [ConvDim, 1, kernel])
-	aLog, dtBias []float64 // [value heads]
-	norm         []float64 // [value dim], Qwen3_5RMSNormGated's weight (no offset)
+	conv []float64 // [ConvDim][kernel] (conv1d.weight [ConvDim, 1, kernel])
+	// a is the decay rate A = exp(A_log) [value heads] (formed once from
+	// A_log, or as a GGUF file stores it: see decaySource); dtBias
+	// [value heads].
+	a, dtBias []float64
+	norm      []float64 // [value dim], Qwen3_5RMSNormGated's weight (no offset)
 }
 
 // model is a bound checkpoint.
@@ -327,7 +365,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 				return nil, fmt.Errorf("reference: %s: tensor %q has shape %v, want [%d 1 %d]", src.Where(names.Conv), names.Conv, shape, spec.ConvDim(), la.ConvKernel)
 			}
 			dw.conv = conv
-			if dw.aLog, err = vec(names.ALog, la.ValueHeads); err != nil {
+			if dw.a, err = decayRate(src, names.ALog, la.ValueHeads, vec); err != nil {
 				return nil, err
 			}
 			if dw.dtBias, err = vec(names.DtBias, la.ValueHeads); err != nil {

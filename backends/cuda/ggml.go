@@ -18,6 +18,22 @@ func prepareGGUF(l quant.Linear, h *hostLinear, gemmDT device.DType) (bool, erro
 	if !ok {
 		return false, nil
 	}
+	if g.ColOrder() != nil {
+		// Columns reordered by llama.cpp's converter (qwen35's out_proj:
+		// tiled value heads) cannot be undone by moving stored rows: the
+		// weight is decoded on the host (exact: ggml decodes to fp32,
+		// then rows and columns move) and uploaded as a dense F32 weight,
+		// which the GEMM dtype rounds as dq_ggml's fp32 values would be.
+		w := make([]float64, h.out*h.in)
+		if err := g.Dequantize(w); err != nil {
+			return true, fmt.Errorf("cuda: %s: %w", h.module, err)
+		}
+		d := &quant.Dense{Base: quant.Base{Name: h.module, Out: h.out, In: h.in, Fmt: h.format}, DType: "F32", Raw: f64ToF32Bytes(w)}
+		if _, err := prepareDense(d, h, gemmDT); err != nil {
+			return true, err
+		}
+		return true, nil
+	}
 	raw, err := g.Raw()
 	if err != nil {
 		return true, fmt.Errorf("cuda: %s: %w", h.module, err)

@@ -40,16 +40,14 @@ func (s ggufSource) linear(module string) (quant.Linear, error) { return s.m.Lin
 
 func (s ggufSource) float64s(name string) ([]float64, []int, error) { return s.m.Float64(name) }
 
+// shape is the Hugging Face shape (gguf.Model.Shape: qwen35's conv1d
+// [C, 1, K] although stored as ne [K, C]); the tensor is marked read
+// (gguf.Usage), as the loader expects.
 func (s ggufSource) shape(name string) ([]int, bool) {
-	ti, _, err := s.m.Raw(name)
-	if err != nil {
+	if _, _, err := s.m.Raw(name); err != nil {
 		return nil, false
 	}
-	shape := make([]int, len(ti.Dims))
-	for i, d := range ti.Dims {
-		shape[len(shape)-1-i] = int(d)
-	}
-	return shape, true
+	return s.m.Shape(name)
 }
 
 // embedding returns token_embd as stored when it is F32/BF16/F16, else

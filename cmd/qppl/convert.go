@@ -23,9 +23,9 @@ func newConvertCmd() *cli.Command {
 		Name:  "convert",
 		Usage: "convert a dense checkpoint directory to GGUF (as convert_hf_to_gguf.py, then llama-quantize, write it)",
 		UsageText: "qppl convert --model DIR --to gguf --out FILE.gguf [--type TYPE] [--name NAME]\n\n" +
-			"The GGUF file has llama.cpp's tensor names and metadata (llama and mistral as architecture llama, with\n" +
-			"llama.cpp's Q/K row permutation; qwen2; qwen3), the tokenizer's vocabulary as tokenizer.ggml.*, and\n" +
-			"loads in libllama. f32 is exact for F32, BF16 and F16 checkpoints; f16 and bf16 round 2-D weights to\n" +
+			"The GGUF file has llama.cpp's tensor names and metadata (GGUF architecture (model_types): " + gguf.Architectures() + ";\n" +
+			"llama with llama.cpp's Q/K row permutation; experts stacked into ffn_*_exps), the tokenizer's vocabulary as\n" +
+			"tokenizer.ggml.*, and loads in libllama. f32 is exact for F32, BF16 and F16 checkpoints; f16 and bf16 round 2-D weights to\n" +
 			"nearest even. A quantized type is llama.cpp's file type (" + fileTypeList() + "):\n" +
 			"each 2-D weight gets the type llama-quantize gives it (Q4_K_M: Q6_K on the head and on some attn_v and\n" +
 			"ffn_down tensors), quantized byte for byte as llama-quantize quantizes the f32 file (no importance matrix).",

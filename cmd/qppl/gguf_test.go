@@ -10,6 +10,8 @@ import (
 
 	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/compare/suite"
+	"github.com/qppl/qppl/dataset"
+	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/gguf/ggml"
 	"github.com/qppl/qppl/internal/ggufgen"
@@ -410,5 +412,91 @@ func TestCompareGGUFSpecEmu(t *testing.T) {
 	}
 	if ppl["GGUF F32"] != ppl["FP32"] || !(ppl["FP32"] > 1) {
 		t.Errorf("emu: GGUF PPL %v, safetensors %v", ppl["GGUF F32"], ppl["FP32"])
+	}
+}
+
+// TestQwen35GGUFCLI: qppl convert --to gguf writes the qwen3_5 and
+// qwen3_5_moe fixtures as llama.cpp's qwen35 / qwen35moe; qppl verify
+// --backends reference,emu passes on the file (fp32); --type f16 is
+// refused (F32 only) and a file without a required qwen35 key exits 2
+// naming the file and the key.
+func TestQwen35GGUFCLI(t *testing.T) {
+	for _, a := range []string{"qwen3_5", "qwen3_5_moe"} {
+		t.Run(a, func(t *testing.T) {
+			dir := t.TempDir()
+			o, err := fixtures.Defaults(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := filepath.Join(dir, "model")
+			if err := fixtures.Write(model, o); err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]int32, 100)
+			for i := range ids {
+				ids[i] = int32((i*i*7 + 3*i + 1) % o.Vocab)
+			}
+			tokens := filepath.Join(dir, "tokens.i32")
+			if err := dataset.WriteTokens(tokens, ids); err != nil {
+				t.Fatal(err)
+			}
+			g := filepath.Join(dir, "model.gguf")
+			if code, _, stderr := runQPPL(t, "convert", "--model", model, "--to", "gguf", "--out", g); code != 0 {
+				t.Fatalf("convert: exit %d: %s", code, stderr)
+			}
+			code, stdout, stderr := runQPPL(t, "verify", "--model", g, "--backends", "reference,emu", "--precision", "fp32", "--tokens", tokens, "--ctx", "32", "--rows", "3", "--stride", "32")
+			if code != 0 || !strings.Contains(stdout, "PASS") {
+				t.Errorf("verify fp32: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if code, _, stderr := runQPPL(t, "convert", "--model", model, "--to", "gguf", "--out", filepath.Join(dir, "f16.gguf"), "--type", "f16"); code != 2 || !strings.Contains(stderr, "F32 only") {
+				t.Errorf("convert --type f16: exit %d: %s", code, stderr)
+			}
+			arch := map[string]string{"qwen3_5": "qwen35", "qwen3_5_moe": "qwen35moe"}[a]
+			bad := filepath.Join(dir, "bad.gguf")
+			rewriteGGUF(t, g, bad, func(kvs []gguf.KV) []gguf.KV {
+				var out []gguf.KV
+				for _, kv := range kvs {
+					if kv.Key != arch+".ssm.state_size" {
+						out = append(out, kv)
+					}
+				}
+				return out
+			})
+			code, _, stderr = runQPPL(t, "eval", "--model", bad, "--tokens", tokens, "--ctx", "32")
+			if code != 2 || !strings.Contains(stderr, bad) || !strings.Contains(stderr, arch+".ssm.state_size") {
+				t.Errorf("missing ssm.state_size: exit %d: %s", code, stderr)
+			}
+		})
+	}
+}
+
+// rewriteGGUF copies a GGUF file with its metadata passed through edit.
+func rewriteGGUF(t *testing.T, src, dst string, edit func([]gguf.KV) []gguf.KV) {
+	t.Helper()
+	fh, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	st, _ := fh.Stat()
+	f, err := gguf.Open(fh, st.Size(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []gguf.WriteTensor
+	for _, ti := range f.Tensors {
+		raw, err := f.ReadRaw(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: raw})
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := gguf.Write(out, edit(append([]gguf.KV(nil), f.KVs...)), ts); err != nil {
+		t.Fatal(err)
 	}
 }

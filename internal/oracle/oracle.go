@@ -32,12 +32,23 @@ type Options struct {
 	// v_scale, k_proj.k_scale and v_proj.v_scale, k_proj.output_scale and
 	// v_proj.output_scale, or one self_attn.kv_scale for both.
 	KVCacheFP8 bool
+	// LlamaCppForm (Qwen3.5 only) reads the tensors in the form llama.cpp's
+	// GGUF conversion stores them, by their Hugging Face names: every
+	// Qwen3_5RMSNorm weight is the gain 1 + w itself, A_log holds
+	// ssm_a = −exp(A_log), conv1d.weight may be [C, K], and the value
+	// heads are tiled (value head j reads query/key head j mod
+	// linear_num_key_heads; see conversion/qwen.py
+	// _LinearAttentionVReorderBase and qwen35.cpp's ggml_repeat_4d).
+	LlamaCppForm bool
 }
 
 // LogProbs runs the forward pass described by cfg over tokens and returns
 // the log-softmax of the logits at every position: lp[p][v] is
 // log P(next token = v | tokens[0..p]).
 func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) ([][]float64, error) {
+	if opt.LlamaCppForm && (cfg == nil || cfg.Raw == nil || !isQwen35(cfg.ModelType)) {
+		return nil, fmt.Errorf("oracle: LlamaCppForm is for Qwen3.5 models only")
+	}
 	if cfg != nil && (cfg.ModelType == "gemma4_text" || cfg.ModelType == "gemma4") { // its own network: gemma4.go
 		return g4LogProbs(cfg, get, tokens, opt)
 	}

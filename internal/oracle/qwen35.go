@@ -114,21 +114,23 @@ type q35Layer struct {
 }
 
 type q35Net struct {
-	st     settings
-	c      q35Config
-	embed  [][]float64
-	head   [][]float64
-	norm   []float64
-	layers []q35Layer
-	freqs  []float64
+	st        settings
+	c         q35Config
+	embed     [][]float64
+	head      [][]float64
+	finalNorm []float64
+	layers    []q35Layer
+	freqs     []float64
+	// llama: the tensors are in llama.cpp's stored form (Options.LlamaCppForm).
+	llama bool
 }
 
-func loadQ35(cfg *checkpoint.Config, st settings, get Getter) (*q35Net, error) {
+func loadQ35(cfg *checkpoint.Config, st settings, get Getter, opt Options) (*q35Net, error) {
 	c, err := readQ35(cfg, st)
 	if err != nil {
 		return nil, err
 	}
-	n := &q35Net{st: st, c: c}
+	n := &q35Net{st: st, c: c, llama: opt.LlamaCppForm}
 	mat := func(name string, rows, cols int) ([][]float64, error) {
 		data, shape, err := get(name)
 		if err != nil {
@@ -167,7 +169,7 @@ func loadQ35(cfg *checkpoint.Config, st settings, get Getter) (*q35Net, error) {
 	} else if n.head, err = mat("lm_head.weight", st.vocab, C); err != nil {
 		return nil, err
 	}
-	if n.norm, err = vec(p+"norm.weight", C); err != nil {
+	if n.finalNorm, err = vec(p+"norm.weight", C); err != nil {
 		return nil, err
 	}
 	// Qwen3_5TextRotaryEmbedding.compute_default_rope_parameters over the
@@ -262,7 +264,7 @@ func loadQ35(cfg *checkpoint.Config, st settings, get Getter) (*q35Net, error) {
 // q35LogProbs is LogProbs for Qwen3.5: the whole prefix is run again for
 // every position (as LogProbs does for the other families).
 func q35LogProbs(cfg *checkpoint.Config, st settings, get Getter, tokens []int32, opt Options) ([][]float64, error) {
-	n, err := loadQ35(cfg, st, get)
+	n, err := loadQ35(cfg, st, get, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +299,24 @@ func q35LogProbs(cfg *checkpoint.Config, st settings, get Getter, tokens []int32
 	return out, nil
 }
 
+// norm is Qwen3_5RMSNorm: x/sqrt(mean(x²)+eps) · (1 + w), or · w when
+// the weights are llama.cpp's stored gains.
+func (n *q35Net) norm(x, w []float64, eps float64) []float64 {
+	if n.llama {
+		var sq float64
+		for _, v := range x {
+			sq += v * v
+		}
+		r := math.Sqrt(sq/float64(len(x)) + eps)
+		y := make([]float64, len(x))
+		for i, v := range x {
+			y[i] = v / r * w[i]
+		}
+		return y
+	}
+	return zeroCentered(x, w, eps)
+}
+
 // zeroCentered is Qwen3_5RMSNorm: x/sqrt(mean(x²)+eps) · (1 + w).
 func zeroCentered(x, w []float64, eps float64) []float64 {
 	var sq float64
@@ -326,7 +346,7 @@ func (n *q35Net) run(toks []int32, opt Options) ([][]float64, error) {
 		L := &n.layers[i]
 		normed := make([][]float64, T)
 		for t := range xs {
-			normed[t] = zeroCentered(xs[t], L.inNorm, st.eps)
+			normed[t] = n.norm(xs[t], L.inNorm, st.eps)
 		}
 		var mix [][]float64
 		var err error
@@ -342,7 +362,7 @@ func (n *q35Net) run(toks []int32, opt Options) ([][]float64, error) {
 			for c := range xs[t] {
 				xs[t][c] += mix[t][c]
 			}
-			normed[t] = zeroCentered(xs[t], L.postNorm, st.eps)
+			normed[t] = n.norm(xs[t], L.postNorm, st.eps)
 		}
 		var mlp [][]float64
 		if L.experts != nil {
@@ -360,7 +380,7 @@ func (n *q35Net) run(toks []int32, opt Options) ([][]float64, error) {
 		}
 	}
 	for t := range xs {
-		xs[t] = zeroCentered(xs[t], n.norm, st.eps)
+		xs[t] = n.norm(xs[t], n.finalNorm, st.eps)
 	}
 	return xs, nil
 }
@@ -390,13 +410,13 @@ func (n *q35Net) gatedAttention(L *q35Layer, in [][]float64, opt Options) ([][]f
 		q[t] = make([]float64, H*D)
 		gate[t] = make([]float64, H*D)
 		for h := 0; h < H; h++ {
-			qh := zeroCentered(qg[t][h*2*D:h*2*D+D], L.qn, st.eps)
+			qh := n.norm(qg[t][h*2*D:h*2*D+D], L.qn, st.eps)
 			n.rope(qh, t)
 			copy(q[t][h*D:], qh)
 			copy(gate[t][h*D:], qg[t][h*2*D+D:h*2*D+2*D])
 		}
 		for h := 0; h < KV; h++ {
-			kh := zeroCentered(k[t][h*D:(h+1)*D], L.kn, st.eps)
+			kh := n.norm(k[t][h*D:(h+1)*D], L.kn, st.eps)
 			n.rope(kh, t)
 			copy(k[t][h*D:], kh)
 		}
@@ -497,6 +517,9 @@ func (n *q35Net) gatedDeltaNet(L *q35Layer, in [][]float64, opt Options) ([][]fl
 	}
 	for j := 0; j < c.nv; j++ {
 		kh := j / (c.nv / c.nk) // repeat_interleave
+		if n.llama {
+			kh = j % c.nk // tiled value heads: ggml's broadcast
+		}
 		qs, ks, vs := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		beta, g := make([]float64, T), make([]float64, T)
 		for t := 0; t < T; t++ {
@@ -511,7 +534,11 @@ func (n *q35Net) gatedDeltaNet(L *q35Layer, in [][]float64, opt Options) ([][]fl
 			if sp <= 20 { // F.softplus's threshold
 				sp = math.Log1p(math.Exp(sp))
 			}
-			g[t] = -math.Exp(L.aLog[j]) * sp
+			if n.llama {
+				g[t] = L.aLog[j] * sp // ssm_a = −exp(A_log) as stored
+			} else {
+				g[t] = -math.Exp(L.aLog[j]) * sp
+			}
 		}
 		o := chunkedDeltaRule(qs, ks, vs, beta, g, deltaChunk)
 		for t := 0; t < T; t++ {

@@ -31,6 +31,9 @@ func ggufFixture(t *testing.T, arch string, edit func(*fixtures.Options)) (dir, 
 		t.Fatal(err)
 	}
 	o.Config = map[string]any{"sliding_window": nil, "use_sliding_window": false}
+	if arch == "qwen3_moe" {
+		o.Config["mlp_only_layers"] = []int{} // llama.cpp's qwen3moe: experts on every layer
+	}
 	if edit != nil {
 		edit(&o)
 	}
@@ -123,12 +126,14 @@ func sameBits(a, b []float64) int {
 
 // TestGGUFF32EqualsSafetensors: the F32 GGUF conversion of a fixture (llama
 // and mistral written as llama with llama.cpp's Q/K row permutation, qwen2
-// with biases, qwen3 with q/k norms; tied and untied heads) gives on the
-// emulator the NLL of the safetensors model bit for bit, in every
-// precision — which it could not if a permutation, norm, bias or the head
-// were read wrong.
+// with biases, qwen3 with q/k norms; tied and untied heads; qwen3_moe and
+// mixtral with their experts stacked into ffn_*_exps, each uploaded as its
+// slice of the stacked tensor; phi3's fused attn_qkv and ffn_up) gives on
+// the emulator the NLL of the safetensors model bit for bit, in every
+// precision — which it could not if a permutation, norm, bias, expert
+// slice or the head were read wrong.
 func TestGGUFF32EqualsSafetensors(t *testing.T) {
-	for _, a := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+	for _, a := range []string{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "phi3"} {
 		dir, path := ggufFixture(t, a, nil)
 		ck, g := openModel(t, dir), openGGUF(t, path)
 		toks := testTokens(60, g.Config.VocabSize, 11)
@@ -312,5 +317,54 @@ func TestGGUFUnusedTensors(t *testing.T) {
 	err := late.Check("emu")
 	if !errors.Is(err, checkpoint.ErrUnused) || !strings.Contains(err.Error(), "blk.0.attn_q.bias") || !strings.Contains(err.Error(), path) {
 		t.Errorf("Check with nothing read: %v", err)
+	}
+}
+
+// TestQwen35GGUFOnEmu: the F32 GGUF conversions of the qwen3_5 and
+// qwen3_5_moe fixtures (llama.cpp's layout: gains 1 + w, −exp(A_log),
+// tiled value heads — out_proj's columns are moved on the host —, conv1d
+// squeezed, stacked experts) run on the emulator: in fp32 within the
+// weight-only tolerance of docs/cuda.md (max |ΔNLL| 1e-4, mean 2e-5) of
+// the float64 reference on the same file, and against the emulator on
+// the safetensors model the difference is the stored float32 transforms'
+// (logged).
+func TestQwen35GGUFOnEmu(t *testing.T) {
+	for _, a := range []string{"qwen3_5", "qwen3_5_moe"} {
+		t.Run(a, func(t *testing.T) {
+			dir, path := ggufFixture(t, a, func(o *fixtures.Options) { o.Config = nil })
+			g := openGGUF(t, path)
+			toks := testTokens(48, g.Config.VocabSize, 5)
+			rb, err := reference.NewGGUF(g, reference.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := scoreNLL(t, rb, toks)
+			rb.Close()
+			got := scoreNLL(t, emuGGUF(t, g, "fp32"), toks)
+			var maxd, sum float64
+			for i := range got {
+				d := math.Abs(got[i] - ref[i])
+				maxd, sum = max(maxd, d), sum+d
+			}
+			mean := sum / float64(len(got))
+			ck := openModel(t, dir)
+			sb, err := cuda.New(ck, emuDevices(t, 1, 1<<30), cuda.Options{Name: "emu", Precision: "fp32", MaxTokens: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := scoreNLL(t, sb, toks)
+			sb.Close()
+			var maxs float64
+			for i := range got {
+				maxs = max(maxs, math.Abs(got[i]-st[i]))
+			}
+			t.Logf("%s fp32: emu GGUF vs reference GGUF max |ΔNLL| %.3g mean %.3g; vs emu safetensors max %.3g", a, maxd, mean, maxs)
+			if !(maxd <= 1e-4) || !(mean <= 2e-5) {
+				t.Fatalf("emu vs reference on the GGUF: max %g mean %g", maxd, mean)
+			}
+			if !(maxs <= 1e-4) {
+				t.Fatalf("emu on the GGUF vs emu on the safetensors model: max %g", maxs)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package ggufemu_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/compare/verify"
+	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/internal/ggufgen"
 	"github.com/qppl/qppl/internal/llamacpp"
 	"github.com/qppl/qppl/reference"
@@ -110,5 +112,42 @@ func TestLlamaCppTypesOnEmu(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLlamaCppQwen35OnEmu: llama_model_quantize's Q4_K_M and IQ4_XS files
+// of the qwen3_5 and qwen3_5_moe fixtures (hidden 256: tiled value heads
+// in quantized attn_qkv/attn_gate rows, a quantized ssm_out decoded on the
+// host, stacked quantized experts) on the emulator in fp32: within the
+// weight-only tolerance of the float64 reference (max |ΔNLL| 1e-4).
+func TestLlamaCppQwen35OnEmu(t *testing.T) {
+	h := llamaHelper(t)
+	for _, a := range []string{"qwen3_5", "qwen3_5_moe"} {
+		_, f32 := ggufFixture(t, a, func(o *fixtures.Options) { o.Config, o.Hidden, o.Intermediate = nil, 256, 256 })
+		for _, ft := range []llamacpp.FileType{{Name: "Q4_K_M", FType: 15}, {Name: "IQ4_XS", FType: 30}} {
+			t.Run(a+"/"+ft.Name, func(t *testing.T) {
+				q := filepath.Join(t.TempDir(), ft.Name+".gguf")
+				if err := h.Quantize(f32, q, ft.FType); err != nil {
+					t.Fatal(err)
+				}
+				g := openGGUF(t, q)
+				toks := testTokens(40, g.Config.VocabSize, 3)
+				rb, err := reference.NewGGUF(g, reference.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref := scoreNLL(t, rb, toks)
+				rb.Close()
+				got := scoreNLL(t, emuGGUF(t, g, "fp32"), toks)
+				var maxd float64
+				for i := range got {
+					maxd = max(maxd, math.Abs(got[i]-ref[i]))
+				}
+				t.Logf("%s %s fp32: emu vs reference max |ΔNLL| %.3g", a, ft.Name, maxd)
+				if !(maxd <= 1e-4) {
+					t.Fatalf("max |ΔNLL| %g", maxd)
+				}
+			})
+		}
 	}
 }

@@ -84,6 +84,10 @@ type Spec struct {
 	// KV sharing, per-layer inputs, RoPE per layer type; see gemma4.go);
 	// nil for the other families.
 	Gemma4 *Gemma4
+	// GptOss holds gpt-oss's clamped-SwiGLU constants (see gpt_oss.go):
+	// its layers have attention sinks, a router with a bias, and fused,
+	// biased experts (GptOssExperts); nil for the other families.
+	GptOss *GptOss
 }
 
 // LinearLayer reports whether layer i is a Gated DeltaNet layer.
@@ -228,12 +232,18 @@ func For(cfg *checkpoint.Config) (*Spec, error) {
 			return nil, err
 		}
 	}
+	if g, ok := cfg.FamilySettings.(*GptOss); ok {
+		s.GptOss = g
+		if s.MoE == nil {
+			return nil, fmt.Errorf("%w: gpt_oss without experts", ErrUnsupported)
+		}
+	}
 	if s.Heads%s.KVHeads != 0 {
 		return nil, fmt.Errorf("%w: %d heads not divisible by %d key/value heads", ErrUnsupported, s.Heads, s.KVHeads)
 	}
 	if rs := cfg.RopeScaling; rs != nil {
 		switch rs.Type {
-		case "default", "linear", "llama3":
+		case "default", "linear", "llama3", "yarn":
 		default:
 			return nil, fmt.Errorf("%w: rope_scaling type %q", ErrUnsupported, rs.Type)
 		}
@@ -287,6 +297,9 @@ type Layer struct {
 	// layer_scalar [1]; "" otherwise or without per-layer inputs. K, V and
 	// KNorm are "" on a KV-shared layer, V on a full attention_k_eq_v one.
 	PLEGate, PLEProj, PLENorm, LayerScalar string
+	// gpt-oss (see gpt_oss.go): self_attn.sinks [heads] and the router's
+	// bias mlp.router.bias [experts]; "" otherwise.
+	Sinks, RouterBias string
 	// Gemma 4 MoE layers (enable_moe_block; the dense MLP stays in Gate,
 	// Up, Down): router.scale [hidden], router.per_expert_scale [experts],
 	// pre_feedforward_layernorm_2, post_feedforward_layernorm_1 and _2
@@ -362,6 +375,12 @@ func (s *Spec) Layer(i int) Layer {
 		l.InQKV, l.InZ, l.InB, l.InA, l.Out = la+"in_proj_qkv", la+"in_proj_z", la+"in_proj_b", la+"in_proj_a", la+"out_proj"
 		l.Conv, l.ALog, l.DtBias, l.GatedNorm = la+"conv1d.weight", la+"A_log", la+"dt_bias", la+"norm.weight"
 		return l
+	}
+	if s.GptOss != nil {
+		l.Sinks = p + "self_attn.sinks"
+		if l.Router != "" {
+			l.RouterBias = l.Router + ".bias"
+		}
 	}
 	if g := s.Gemma4; g != nil {
 		l.LayerScalar = p + "layer_scalar"
@@ -544,6 +563,9 @@ func (s *Spec) LayerLinears(i int) []Linear {
 			Linear{l.Down, s.Hidden, s.Intermediate, false, ProjDown, -1})
 	}
 	m := s.MoE
+	if s.GptOss != nil { // the router has a bias; the experts are fused 3-D tensors (GptOssExperts), not Linears
+		return append(out, Linear{l.Router, m.Experts, s.Hidden, true, ProjRouter, -1})
+	}
 	out = append(out, Linear{l.Router, m.Experts, s.Hidden, false, ProjRouter, -1})
 	for e := 0; e < m.Experts; e++ {
 		g, u, d := s.Expert(i, e)
@@ -574,11 +596,14 @@ func (s *Spec) MLPWidth() int {
 	if s.MoE != nil {
 		w = max(w, s.MoE.Intermediate, s.MoE.Experts, s.MoE.SharedIntermediate)
 	}
+	if s.GptOss != nil {
+		w = max(w, 2*s.MoE.Intermediate) // gate_up's interleaved output
+	}
 	return w
 }
 
 // Bias returns the bias tensor name of projection p in l ("" when the
-// architecture has none): q, k, v and o only.
+// architecture has none): q, k, v, o and gpt-oss's router.
 func (l Layer) Bias(p Proj) string {
 	switch p {
 	case ProjQ:
@@ -589,6 +614,8 @@ func (l Layer) Bias(p Proj) string {
 		return l.VBias
 	case ProjO:
 		return l.OBias
+	case ProjRouter:
+		return l.RouterBias
 	}
 	return ""
 }
@@ -653,6 +680,9 @@ func (s *Spec) DenseTensors() []TensorShape {
 		if s.OBias {
 			out = append(out, TensorShape{l.OBias, []int{s.Hidden}})
 		}
+		if s.GptOss != nil {
+			out = append(out, s.gptOssDense(i)...)
+		}
 		if s.QKNorm {
 			out = append(out, TensorShape{l.QNorm, []int{s.HeadDim}}, TensorShape{l.KNorm, []int{s.HeadDim}})
 		}
@@ -672,6 +702,11 @@ func (s *Spec) DenseWeights() []TensorShape {
 	for i := 0; i < s.Layers; i++ {
 		for _, l := range s.LayerLinears(i) {
 			out = append(out, TensorShape{l.Module + ".weight", []int{l.Out, l.In}})
+		}
+		if s.GptOss != nil {
+			gu, _, dn, _ := s.GptOssExperts(i)
+			E, I := s.MoE.Experts, s.MoE.Intermediate
+			out = append(out, TensorShape{gu, []int{E, s.Hidden, 2 * I}}, TensorShape{dn, []int{E, I, s.Hidden}})
 		}
 	}
 	if !s.TiedHead {
@@ -775,6 +810,62 @@ func RopeInvFreq(dim int, theta float64, rs *checkpoint.RopeScaling) []float64 {
 			}
 			inv[i] = scaled
 		}
+	case "yarn":
+		yarnInvFreq(inv, dim, theta, rs)
 	}
 	return inv
+}
+
+// yarnInvFreq overwrites inv with YaRN's inverse frequencies,
+// transformers' modeling_rope_utils.py _compute_yarn_parameters (4.55+),
+// in float64:
+//
+//	pos_freqs[i] = base^(2i/dim); extrapolation = 1/pos_freqs;
+//	interpolation = 1/(factor·pos_freqs)
+//	find_correction_dim(r) = dim·ln(orig/(r·2π)) / (2·ln base)
+//	low, high = find_correction_dim(beta_fast), find_correction_dim(beta_slow),
+//	            floor/ceil only when truncate, then max(low, 0), min(high, dim-1)
+//	ramp[i] = clamp((i - low)/(high - low), 0, 1) (high += 0.001 when equal)
+//	e = 1 - ramp; inv_freq = interpolation·(1 - e) + extrapolation·e
+//
+// with orig = original_max_position_embeddings. The cos and sin tables are
+// then multiplied by RopeAttentionFactor.
+func yarnInvFreq(inv []float64, dim int, base float64, rs *checkpoint.RopeScaling) {
+	d := float64(dim)
+	orig := float64(rs.OriginalMaxPositionEmbeddings)
+	corr := func(rot float64) float64 {
+		return d * detmath.Log(orig/(rot*2*math.Pi)) / (2 * detmath.Log(base))
+	}
+	low, high := corr(rs.BetaFast), corr(rs.BetaSlow)
+	if rs.Truncate {
+		low, high = math.Floor(low), math.Ceil(high)
+	}
+	low, high = max(low, 0), min(high, d-1)
+	if low == high {
+		high += 0.001
+	}
+	for i := range inv {
+		pos := detmath.Pow(base, float64(2*i)/d)
+		extra, inter := 1/pos, 1/(rs.Factor*pos)
+		ramp := min(max((float64(i)-low)/(high-low), 0), 1)
+		e := 1 - ramp
+		inv[i] = float64(inter*(1-e)) + float64(extra*e) // never fused
+	}
+}
+
+// RopeAttentionFactor is the factor transformers multiplies RoPE's cos and
+// sin by (the rope init function's attention_scaling): 1 except for yarn,
+// whose attention_factor is rope_scaling's, or else get_mscale(factor) =
+// 0.1·ln(factor) + 1 (1 when factor ≤ 1) — _compute_yarn_parameters.
+func RopeAttentionFactor(rs *checkpoint.RopeScaling) float64 {
+	if rs == nil || rs.Type != "yarn" {
+		return 1
+	}
+	if rs.AttentionFactor > 0 {
+		return rs.AttentionFactor
+	}
+	if rs.Factor <= 1 {
+		return 1
+	}
+	return 0.1*detmath.Log(rs.Factor) + 1
 }

@@ -220,7 +220,7 @@ func readCommon(r *checkpoint.ConfigReader, c *checkpoint.Config, d Defaults) er
 }
 
 // readRope reads rope_scaling (or transformers v5 rope_parameters) into
-// c.RopeScaling: nil for the default RoPE, else linear or llama3 (see
+// c.RopeScaling: nil for the default RoPE, else linear, llama3 or yarn (see
 // RopeInvFreq).
 func readRope(r *checkpoint.ConfigReader, c *checkpoint.Config) error {
 	key := "rope_scaling"
@@ -272,8 +272,43 @@ func readRope(r *checkpoint.ConfigReader, c *checkpoint.Config) error {
 		case !(rs.HighFreqFactor > rs.LowFreqFactor):
 			return bad("%s.high_freq_factor %v must exceed low_freq_factor %v", key, rs.HighFreqFactor, rs.LowFreqFactor)
 		}
+	case "yarn":
+		// modeling_rope_utils.py _compute_yarn_parameters (transformers
+		// 4.55+, the version that reads truncate): factor required;
+		// original_max_position_embeddings or max_position_embeddings;
+		// beta_fast/beta_slow "or" 32/1 (0 and null give the default);
+		// rope_scaling.get("truncate", True) (null: falsy, no truncation);
+		// attention_factor or get_mscale(factor). mscale/mscale_all_dim
+		// (DeepSeek-V3) are not read here: refused.
+		rs.Factor = sp.RequiredFloat("factor")
+		rs.OriginalMaxPositionEmbeddings = sp.Int("original_max_position_embeddings", c.MaxPositionEmbeddings)
+		rs.BetaFast = sp.Float("beta_fast", 0)
+		rs.BetaSlow = sp.Float("beta_slow", 0)
+		rs.Truncate = sp.Bool("truncate", true) && !sp.IsNull("truncate")
+		rs.AttentionFactor = sp.Float("attention_factor", 0)
+		if err := r.Err(); err != nil {
+			return err
+		}
+		if rs.BetaFast == 0 {
+			rs.BetaFast = 32
+		}
+		if rs.BetaSlow == 0 {
+			rs.BetaSlow = 1
+		}
+		switch {
+		case sp.Has("mscale") || sp.Has("mscale_all_dim"):
+			return bad("%s: yarn with mscale/mscale_all_dim is not supported", key)
+		case !(rs.Factor > 0):
+			return bad("%s.factor must be positive, got %v", key, rs.Factor)
+		case rs.OriginalMaxPositionEmbeddings <= 0:
+			return bad("%s.original_max_position_embeddings must be positive, got %d", key, rs.OriginalMaxPositionEmbeddings)
+		case !(rs.BetaFast > 0) || !(rs.BetaSlow > 0):
+			return bad("%s: beta_fast %v and beta_slow %v must be positive", key, rs.BetaFast, rs.BetaSlow)
+		case sp.Get("attention_factor") != nil && !(rs.AttentionFactor > 0):
+			return bad("%s.attention_factor must be positive, got %v", key, rs.AttentionFactor)
+		}
 	default:
-		return bad("unsupported %s type %q (supported: default, linear, llama3)", key, typ)
+		return bad("unsupported %s type %q (supported: default, linear, llama3, yarn)", key, typ)
 	}
 	if err := r.Err(); err != nil {
 		return err

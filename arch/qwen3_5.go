@@ -274,6 +274,9 @@ func jsonStrings(v json.RawMessage, dst *[]string) error { return json.Unmarshal
 // exp(g) of about 0.5–0.8 per token, so the recurrence carries state over
 // many tokens); a MoE router 4× the usual scale.
 func (s *Spec) FixtureInit(name string) (mean, sd float64, ok bool) {
+	if s.GptOss != nil {
+		return s.gptOssInit(name)
+	}
 	if s.LinearAttn == nil {
 		return 0, 0, false
 	}

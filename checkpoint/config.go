@@ -140,11 +140,17 @@ type IgnoredPrefix struct {
 
 // RopeScaling is config.json's rope_scaling.
 type RopeScaling struct {
-	Type                          string // "default", "linear", "llama3"
+	Type                          string // "default", "linear", "llama3", "yarn"
 	Factor                        float64
 	LowFreqFactor                 float64
 	HighFreqFactor                float64
 	OriginalMaxPositionEmbeddings int
+	// YaRN (Type "yarn"): beta_fast, beta_slow (defaults 32 and 1),
+	// truncate (default true) and attention_factor (0: absent, derived
+	// from factor; see arch.RopeInvFreq and arch.RopeAttentionFactor).
+	BetaFast, BetaSlow float64
+	Truncate           bool
+	AttentionFactor    float64
 }
 
 // LoadConfig reads config.json of a model directory and parses it with

@@ -59,6 +59,8 @@ func families() []family {
 		modelOptFamily(),  // modelopt.go: NVIDIA ModelOpt NVFP4 and FP8
 		bnbFamily(),       // bnb.go: bitsandbytes 4-bit NF4/FP4 (double quant) and LLM.int8
 		autoRoundFamily(), // autoround.go: Intel AutoRound (GPTQ/AWQ/native packing)
+		// gptoss.go: quant_method mxfp4 (gpt-oss's MXFP4 experts)
+		mxfp4MethodFamily(),
 	}
 }
 

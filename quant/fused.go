@@ -59,6 +59,9 @@ func fusedExpertOf(src Source, module string) (tensor string, e, r0, rows int, o
 	if g[3] == "down_proj" {
 		tensor = g[1] + ".down_proj"
 	}
+	if isGptOssExperts(src, tensor) {
+		return "", 0, 0, 0, false
+	}
 	ti, has := info(tensor)
 	if !has || len(ti.Shape) != 3 {
 		return "", 0, 0, 0, false
@@ -137,7 +140,7 @@ func fusedExpertModules(src Source) []string {
 			continue
 		}
 		ti, ok := src.Tensor(name)
-		if !ok || len(ti.Shape) != 3 {
+		if !ok || len(ti.Shape) != 3 || isGptOssExperts(src, name) {
 			continue
 		}
 		for e := 0; e < ti.Shape[0]; e++ {

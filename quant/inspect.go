@@ -151,6 +151,15 @@ func (s *Scheme) InspectSource(src Source, tied bool) (*Report, error) {
 		}
 		r.Modules = append(r.Modules, mi)
 	}
+	for _, mi := range gptOssExpertInfo(src) { // fused experts are not Linears (gptoss.go)
+		r.LayerBytes += mi.Bytes
+		r.LayerWeights += int64(mi.Out) * int64(mi.In)
+		if !formats[mi.Format] {
+			formats[mi.Format] = true
+			fmts = append(fmts, mi.Format)
+		}
+		r.Modules = append(r.Modules, mi)
+	}
 	if r.Head == "" && tied {
 		// the embedding of a causal LM, or of a multimodal checkpoint's
 		// text decoder (qwen3_5, gemma3, gemma4; gemma3's older layout)

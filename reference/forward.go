@@ -148,12 +148,18 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		}
 	}
 
-	// RoPE tables: freqs = pos · inv_freq; cos/sin of emb = cat(freqs, freqs).
+	// RoPE tables: freqs = pos · inv_freq; cos/sin of emb = cat(freqs, freqs),
+	// times the rope's attention scaling (yarn: arch.RopeAttentionFactor).
 	half := d.D / 2
+	af := arch.RopeAttentionFactor(m.spec.Config.RopeScaling)
 	for t := 0; t < T; t++ {
 		for i, f := range m.invFreq {
 			a := float64(t) * f
 			ws.sin[t*half+i], ws.cos[t*half+i] = detmath.Sincos(a)
+			if af != 1 {
+				ws.sin[t*half+i] *= af
+				ws.cos[t*half+i] *= af
+			}
 		}
 		for i, f := range m.invFreqLocal {
 			a := float64(t) * f
@@ -183,7 +189,11 @@ func (m *model) forward(ctx context.Context, ws *workspace, ids []int32, probe p
 		// MLP block.
 		m.rmsNormRows(ws.h, ws.x, l.mlpNorm, T, d.C, d.eps)
 		probe(li, arch.SiteMLPNorm, ws.h, d.C)
-		if l.experts != nil {
+		if l.gptOss != nil {
+			if err := m.gptOssMixture(ws, l, T, func(logits []float64) { probe(li, arch.SiteRouter, logits, m.spec.MoE.Experts) }); err != nil {
+				return err
+			}
+		} else if l.experts != nil {
 			if err := m.mixture(ws, l, T, func(logits []float64) { probe(li, arch.SiteRouter, logits, m.spec.MoE.Experts) }); err != nil {
 				return err
 			}
@@ -294,7 +304,7 @@ func (m *model) selfAttention(ws *workspace, l *layerWeights, li, T int, probe p
 		quant.FakeQuantKV(ws.k[:T*kvd], l.kv.K, T, d.KV, d.D)
 		quant.FakeQuantKV(ws.v[:T*kvd], l.kv.V, T, d.KV, d.D)
 	}
-	m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap)
+	m.attention(ws, T, m.spec.Window(li), m.spec.AttnScale, m.spec.AttnSoftcap, l.sinks)
 	if m.spec.AttnOutputGate { // attn_output · sigmoid(gate)
 		for i, g := range ws.attGate[:T*hd] {
 			ws.att[i] *= 1 / (1 + detmath.Exp(-g))
@@ -461,13 +471,13 @@ const attnBlock = 64
 // the workers take dynamically, the costliest (last) blocks first; each
 // worker has its own score buffer and products. A task's result does not
 // depend on which worker computes it, nor on how many heads it stacks.
-func (m *model) attention(ws *workspace, T, window int, scale, softcap float64) {
-	m.attentionDims(ws, T, window, scale, softcap, m.dims)
+func (m *model) attention(ws *workspace, T, window int, scale, softcap float64, sinks []float64) {
+	m.attentionDims(ws, T, window, scale, softcap, sinks, m.dims)
 }
 
 // attentionDims is attention with the head size and key/value heads of d
 // (gemma4's layers differ).
-func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float64, d dims) {
+func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float64, sinks []float64, d dims) {
 	blocks := (T + attnBlock - 1) / attnBlock
 	// A task stacks the query heads that share a key/value head into one
 	// q·kᵀ and one p·v product (their keys and values packed once, more
@@ -490,7 +500,7 @@ func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float
 	run := func(w, t int) {
 		b, u := blocks-1-t/units, t%units
 		r0 := b * attnBlock
-		attendBlock(ws, w, u*nh, nh, r0, min(T, r0+attnBlock), T, window, scale, softcap, d)
+		attendBlock(ws, w, u*nh, nh, r0, min(T, r0+attnBlock), T, window, scale, softcap, sinks, d)
 	}
 	workers := min(len(ws.scores), tasks)
 	if workers <= 1 {
@@ -519,8 +529,11 @@ func (m *model) attentionDims(ws *workspace, T, window int, scale, softcap float
 // by head when nh > 1) in one product, softmax per row, p·v in one
 // product. Keys outside the window get probability 0 (as exp(-inf)
 // would). Scores are q·k·scale (arch.Spec.AttnScale), then
-// cap·tanh(s/cap) when softcap > 0 (gemma2).
-func attendBlock(ws *workspace, w, h0, nh, r0, r1, T, window int, scale, softcap float64, d dims) {
+// cap·tanh(s/cap) when softcap > 0 (gemma2). sinks (nil: none) are
+// gpt-oss's per-head attention sink logits (self_attn.sinks): one more term
+// exp(sink) of each row's softmax denominator, which no value is weighted
+// by (eager_attention_forward of modeling_gpt_oss.py).
+func attendBlock(ws *workspace, w, h0, nh, r0, r1, T, window int, scale, softcap float64, sinks []float64, d dims) {
 	mul, scores := ws.attMul[w], ws.scores[w]
 	hd, kvd, D := d.H*d.D, d.KV*d.D, d.D
 	g := h0 / (d.H / d.KV)
@@ -546,7 +559,11 @@ func attendBlock(ws *workspace, w, h0, nh, r0, r1, T, window int, scale, softcap
 		for j := 0; j < lo; j++ {
 			row[j] = 0
 		}
-		mx := math.Inf(-1)
+		sink := math.Inf(-1)
+		if sinks != nil {
+			sink = sinks[h0+r/n] // the head of stacked row r
+		}
+		mx := sink
 		for j := lo; j <= i; j++ {
 			row[j] *= scale
 			if softcap > 0 {
@@ -561,6 +578,9 @@ func attendBlock(ws *workspace, w, h0, nh, r0, r1, T, window int, scale, softcap
 		var sum float64
 		for _, e := range row[lo : i+1] {
 			sum += e
+		}
+		if !math.IsInf(sink, -1) {
+			sum += detmath.Exp(sink - mx)
 		}
 		for j := lo; j <= i; j++ {
 			row[j] /= sum

@@ -192,7 +192,7 @@ func (m *model) forwardGemma4(ctx context.Context, ws *workspace, ids []int32, p
 				ws.g4kv[2*li+1] = append(ws.g4kv[2*li+1][:0], ws.v[:T*kvd]...)
 			}
 		}
-		m.attentionDims(ws, T, spec.Window(li), spec.AttnScale, 0, ld)
+		m.attentionDims(ws, T, spec.Window(li), spec.AttnScale, 0, nil, ld)
 		if err := m.linear(ws, l.lin[arch.ProjO], l.bias[arch.ProjO], ws.att, T, hd, ws.proj, d.C); err != nil {
 			return err
 		}

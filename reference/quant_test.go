@@ -23,7 +23,7 @@ func quantOracle(t *testing.T, m *checkpoint.Model) (oracle.Getter, oracle.Optio
 		t.Fatal(err)
 	}
 	isLinear := func(module string) bool {
-		for _, suffix := range []string{"_proj", ".mlp.gate", ".block_sparse_moe.gate", ".w1", ".w2", ".w3", ".in_proj_qkv", ".in_proj_z", ".in_proj_a", ".in_proj_b", ".shared_expert_gate", ".per_layer_input_gate", ".per_layer_projection", ".router.proj"} {
+		for _, suffix := range []string{"_proj", ".mlp.gate", ".block_sparse_moe.gate", ".w1", ".w2", ".w3", ".in_proj_qkv", ".in_proj_z", ".in_proj_a", ".in_proj_b", ".shared_expert_gate", ".per_layer_input_gate", ".per_layer_projection", ".router.proj", ".mlp.router"} {
 			if strings.HasSuffix(module, suffix) {
 				return true
 			}

@@ -160,6 +160,10 @@ type layerWeights struct {
 	// gemma4 (see gemma4.go): post_per_layer_input_norm (nil without
 	// per-layer inputs) and layer_scalar [1]; nil otherwise.
 	pleNorm, layerScalar []float64
+	// gpt-oss (see gptoss.go): the attention sinks [H] and the fused
+	// experts; nil otherwise.
+	sinks  []float64
+	gptOss *gptOssExperts
 	// g4moe: a Gemma 4 MoE layer's router vectors and norms (nil otherwise).
 	g4moe *gemma4MoE
 }
@@ -347,7 +351,7 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 				return nil, err
 			}
 		}
-		if spec.Sparse(i) {
+		if spec.Sparse(i) && spec.GptOss == nil {
 			l.experts = make([][arch.NumProj]quant.Linear, spec.MoE.Experts)
 		}
 		if spec.LinearLayer(i) {
@@ -402,6 +406,11 @@ func bind(spec *arch.Spec, src source) (*model, error) {
 			if *n.dst, err = norm(n.name, spec.LayerHeadDim(i)); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if spec.GptOss != nil {
+		if err := m.bindGptOss(src, vec); err != nil {
+			return nil, err
 		}
 	}
 	if spec.Gemma4 != nil {

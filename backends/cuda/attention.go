@@ -68,15 +68,16 @@ func attnBuffers(T, H, D int, dt device.DType, capBytes int64) (operand, scores,
 }
 
 // attend computes ds.att[T][H][D] from ds.q, ds.k, ds.v (fp32, after RoPE),
-// with a sliding window of `window` keys (0: full causal attention).
-func (b *Backend) attend(ds *devState, T, window int) error {
-	return b.attendKV(ds, T, window, b.spec.KVHeads, b.spec.HeadDim, ds.k, ds.v)
+// with a sliding window of `window` keys (0: full causal attention) and
+// gpt-oss's per-head attention sinks [H] fp32 (0: none).
+func (b *Backend) attend(ds *devState, T, window int, sinks device.Ptr) error {
+	return b.attendKV(ds, T, window, b.spec.KVHeads, b.spec.HeadDim, ds.k, ds.v, sinks)
 }
 
 // attendKV is attend with the layer's key/value heads KVH and head size D
 // and its keys and values at k, v [T][KVH][D] (gemma4: per-layer sizes,
 // another layer's keys and values when KV-shared).
-func (b *Backend) attendKV(ds *devState, T, window, KVH, D int, k, v device.Ptr) error {
+func (b *Backend) attendKV(ds *devState, T, window, KVH, D int, k, v, sinks device.Ptr) error {
 	s := b.spec
 	H := s.Heads
 	d := ds.d
@@ -90,6 +91,9 @@ func (b *Backend) attendKV(ds *devState, T, window, KVH, D int, k, v device.Ptr)
 	if !ok {
 		if s.AttnSoftcap > 0 {
 			return fmt.Errorf("attention soft-capping needs a device with batched GEMMs (%s has none)", d.Name())
+		}
+		if sinks != 0 {
+			return fmt.Errorf("attention sinks need a device with batched GEMMs (%s has none)", d.Name())
 		}
 		return device.LaunchAttention(d, ds.att, ds.q, k, v, T, H, KVH, D, scale, b.gemmDT, window)
 	}
@@ -120,7 +124,11 @@ func (b *Backend) attendKV(ds *devState, T, window, KVH, D int, k, v device.Ptr)
 					return err
 				}
 			}
-			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt, window); err != nil {
+			sk := sinks
+			if sk != 0 {
+				sk += device.Ptr(4 * h0) // the chunk's heads
+			}
+			if err := device.LaunchAttnSoftmax(d, ds.weights, parts, ds.scores, rows, n, rb, r0, dt, window, sk); err != nil {
 				return err
 			}
 			part := int64(rows) * int64(n) * es

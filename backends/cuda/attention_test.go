@@ -42,8 +42,10 @@ func f16(x float32) float32 {
 }
 
 // attentionF64 is causal GQA attention in float64 of inputs rounded to dt:
-// out[i][h] = Σ_{j<=i} softmax_j(q_i·k_j·scale) v_j (reference.attention).
-func attentionF64(q, k, v []float32, T, H, KVH, D, W int, dt device.DType) []float64 {
+// out[i][h] = Σ_{j<=i} softmax_j(q_i·k_j·scale) v_j (reference.attention),
+// with sinks[h] (when not nil) as one more logit of each head's softmax
+// that weights no value (gpt-oss).
+func attentionF64(q, k, v []float32, T, H, KVH, D, W int, dt device.DType, sinks []float32) []float64 {
 	scale := float64(float32(1 / math.Sqrt(float64(D))))
 	out := make([]float64, T*H*D)
 	G := H / KVH
@@ -61,6 +63,11 @@ func attentionF64(q, k, v []float32, T, H, KVH, D, W int, dt device.DType) []flo
 				mx = math.Max(mx, s[j])
 			}
 			var l float64
+			if sinks != nil {
+				sk := float64(sinks[h])
+				mx = math.Max(mx, sk)
+				l = math.Exp(sk - mx)
+			}
 			for j := range s {
 				if W > 0 && j <= i-W { // outside the sliding window
 					s[j] = 0
@@ -98,8 +105,12 @@ func f32le(x []float32) []byte {
 func TestTensorCoreAttention(t *testing.T) {
 	devs := emuDevices(t, 1, 1<<30)
 	d := devs[0]
-	shapes := []struct{ T, H, KVH, D, W int }{{1, 1, 1, 8, 0}, {70, 4, 2, 20, 0}, {130, 2, 1, 80, 0}, {33, 6, 3, 16, 0},
-		{70, 4, 2, 20, 16}, {130, 2, 1, 80, 1}, {33, 6, 3, 16, 40}}
+	shapes := []struct {
+		T, H, KVH, D, W int
+		sinks           bool // gpt-oss's attention sinks
+	}{{1, 1, 1, 8, 0, false}, {70, 4, 2, 20, 0, false}, {130, 2, 1, 80, 0, false}, {33, 6, 3, 16, 0, false},
+		{70, 4, 2, 20, 16, false}, {130, 2, 1, 80, 1, false}, {33, 6, 3, 16, 40, false},
+		{70, 4, 2, 20, 16, true}, {33, 6, 3, 16, 0, true}, {1, 1, 1, 8, 0, true}}
 	const u = 1.0 / (1 << 24)
 	for _, sh := range shapes {
 		rng := rand.New(rand.NewSource(int64(sh.T*1000 + sh.D)))
@@ -111,10 +122,14 @@ func TestTensorCoreAttention(t *testing.T) {
 			return x
 		}
 		q, k, v := gen(sh.T*sh.H*sh.D, 3), gen(sh.T*sh.KVH*sh.D, 3), gen(sh.T*sh.KVH*sh.D, 1)
+		var sinks []float32
+		if sh.sinks {
+			sinks = gen(sh.H, 4)
+		}
 		for _, dt := range []device.DType{device.F32, device.BF16, device.F16} {
-			want := attentionF64(q, k, v, sh.T, sh.H, sh.KVH, sh.D, sh.W, dt)
+			want := attentionF64(q, k, v, sh.T, sh.H, sh.KVH, sh.D, sh.W, dt, sinks)
 			for _, capBytes := range []int64{0, 3000, 40000} {
-				name := fmt.Sprintf("T%d H%d KVH%d D%d W%d %v cap %d", sh.T, sh.H, sh.KVH, sh.D, sh.W, dt, capBytes)
+				name := fmt.Sprintf("T%d H%d KVH%d D%d W%d sinks %v %v cap %d", sh.T, sh.H, sh.KVH, sh.D, sh.W, sh.sinks, dt, capBytes)
 				b := &Backend{spec: &arch.Spec{Heads: sh.H, KVHeads: sh.KVH, HeadDim: sh.D}, gemmDT: dt, attnCap: capBytes}
 				ds := &devState{d: d}
 				var ptrs []device.Ptr
@@ -134,13 +149,17 @@ func TestTensorCoreAttention(t *testing.T) {
 				alloc(&ds.k, f32le(k), int64(4*len(k)))
 				alloc(&ds.v, f32le(v), int64(4*len(v)))
 				alloc(&ds.att, nil, int64(4*len(q)))
+				var sinkPtr device.Ptr
+				if sinks != nil {
+					alloc(&sinkPtr, f32le(sinks), int64(4*len(sinks)))
+				}
 				ao, as, aw := attnBuffers(sh.T, sh.H, sh.D, dt, b.scoreCap())
 				alloc(&ds.qa, nil, ao)
 				alloc(&ds.ka, nil, ao)
 				alloc(&ds.va, nil, ao)
 				alloc(&ds.scores, nil, as)
 				alloc(&ds.weights, nil, aw)
-				if err := b.attend(ds, sh.T, sh.W); err != nil {
+				if err := b.attend(ds, sh.T, sh.W, sinkPtr); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
 				raw := make([]byte, 4*len(q))
@@ -159,14 +178,20 @@ func TestTensorCoreAttention(t *testing.T) {
 					}
 					worst = math.Max(worst, e)
 				}
-				if capBytes == 0 {
+				if capBytes == 0 && sinks != nil {
+					// the CUDA-core kernel has no sinks: refused, not ignored
+					old := &Backend{spec: b.spec, gemmDT: dt}
+					if err := old.attend(&devState{d: noBatched{d}, q: ds.q, k: ds.k, v: ds.v, att: ds.att}, sh.T, sh.W, sinkPtr); err == nil {
+						t.Fatalf("%s: sinks on a device without batched GEMMs accepted", name)
+					}
+				} else if capBytes == 0 {
 					t.Logf("%s: worst error %.2f of the tolerance", name, worst)
 					// the CUDA-core `attention` kernel on the same inputs agrees
 					// with the GEMM path within both paths' tolerances
 					old := &Backend{spec: b.spec, gemmDT: dt}
 					oldDev := &devState{d: noBatched{d}, q: ds.q, k: ds.k, v: ds.v}
 					alloc(&oldDev.att, nil, int64(4*len(q)))
-					if err := old.attend(oldDev, sh.T, sh.W); err != nil {
+					if err := old.attend(oldDev, sh.T, sh.W, 0); err != nil {
 						t.Fatalf("%s: attention kernel: %v", name, err)
 					}
 					rawOld := make([]byte, len(raw))

@@ -94,6 +94,12 @@ type layerDev struct {
 	perExpert                                      []float64
 	arena                                          device.Ptr // the one allocation holding all of the above (experts included)
 	fuse                                           [2]bool    // q|k|v and gate|up run as one GEMM each (fuse.go)
+
+	// gpt-oss (gptoss.go): the attention sinks [heads] and the experts'
+	// biases gate_up_proj_bias [E][2·I] and down_proj_bias [E][C], fp32
+	// (the experts themselves are experts[e][arch.ProjGateUp] and
+	// [arch.ProjDown]); 0 otherwise.
+	sinks, guBias, dnBias device.Ptr
 }
 
 // devState is one device's weights and buffers. Shapes (T = MaxTokens,
@@ -508,23 +514,24 @@ func (b *Backend) allocAct(ds *devState) error {
 	if inv == nil {
 		inv = b.spec.RopeInvFreq()
 	}
-	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T, D); err != nil {
+	if err := b.ropeTables(ds.d, ds.cos, ds.sin, inv, T, D, arch.RopeAttentionFactor(b.spec.Config.RopeScaling)); err != nil {
 		return err
 	}
 	if th := b.spec.LocalRopeTheta; th > 0 { // gemma3: rotary_emb_local, the default RoPE of base rope_local_base_freq
-		return b.ropeTables(ds.d, ds.cosL, ds.sinL, arch.RopeInvFreq(D, th, nil), T, D)
+		return b.ropeTables(ds.d, ds.cosL, ds.sinL, arch.RopeInvFreq(D, th, nil), T, D, 1)
 	}
 	return nil
 }
 
 // ropeTables uploads cos and sin of pos·inv[j] for positions [0, T) and
-// head size D (float64, rounded once to fp32).
-func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float64, T, D int) error {
+// head size D, times the rope's attention scaling af (YaRN; 1 otherwise),
+// in float64 rounded once to fp32.
+func (b *Backend) ropeTables(d device.Device, cosP, sinP device.Ptr, inv []float64, T, D int, af float64) error {
 	cs, sn := make([]float32, T*D/2), make([]float32, T*D/2)
 	for p := 0; p < T; p++ {
 		for j := range inv { // D/2 frequencies, fewer with partial rotary (qwen3_5)
 			ang := float64(p) * inv[j]
-			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)), float32(math.Sin(ang))
+			cs[p*D/2+j], sn[p*D/2+j] = float32(math.Cos(ang)*af), float32(math.Sin(ang)*af)
 		}
 	}
 	if err := d.CopyIn(cosP, f32Bytes(cs)); err != nil {
@@ -594,7 +601,7 @@ func (ds *devState) all() []device.Ptr {
 			continue
 		}
 		ps = append(ps, l.attnNorm, l.mlpNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.postMLPNorm, l.router32, l.pleNorm,
-			l.routerW, l.preMoENorm, l.postMLPNorm1, l.postMoENorm)
+			l.routerW, l.preMoENorm, l.postMLPNorm1, l.postMoENorm, l.sinks, l.guBias, l.dnBias)
 		ps = append(ps, l.bias[:]...)
 		for _, li := range l.lin {
 			if li != nil {
@@ -652,9 +659,14 @@ func (b *Backend) Close() error {
 // have their kernels (kernels/gemma.cu, issue 14), qwen3_5's Gated DeltaNet,
 // output gate, partial rotary and shared expert theirs (kernels/deltanet.cu),
 // gemma4_text's per-layer inputs theirs (kernels/gemma4.cu; its other
-// operations run on existing kernels, gemma4.go).
+// operations run on existing kernels, gemma4.go), gpt_oss's (gptoss.go,
+// kernels/gptoss.cu, sinks in attn_softmax); YaRN's attention factor
+// scales the RoPE tables.
 func Supports(spec *arch.Spec) error {
 	var miss []string
+	if rs := spec.Config.RopeScaling; rs != nil && rs.Type == "yarn" && spec.LocalRopeTheta > 0 {
+		miss = append(miss, "YaRN RoPE beside a local RoPE")
+	}
 	if len(miss) > 0 {
 		return fmt.Errorf("cuda: %w: %s needs %s, not implemented by the CUDA backend yet", arch.ErrUnsupported, spec.Name, strings.Join(miss, ", "))
 	}

@@ -192,7 +192,11 @@ func (b *Backend) forward(ctx context.Context, ids []int32, probe probeFunc) err
 			if err := pr(ds, li, arch.SiteMLPNorm, ds.h, C); err != nil {
 				return err
 			}
-			if lw.experts != nil {
+			if s.GptOss != nil {
+				if err := b.gptOssMixture(ds, lw, T, func(p device.Ptr) error { return pr(ds, li, arch.SiteRouter, p, s.MoE.Experts) }); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+			} else if lw.experts != nil {
 				if err := b.mixture(ds, lw, T, func(p device.Ptr) error { return pr(ds, li, arch.SiteRouter, p, s.MoE.Experts) }); err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
@@ -333,7 +337,7 @@ func (b *Backend) selfAttention(ds *devState, lw *layerDev, li, T int) error {
 			return err
 		}
 	}
-	if err := b.attend(ds, T, b.spec.Window(li)); err != nil {
+	if err := b.attend(ds, T, b.spec.Window(li), lw.sinks); err != nil {
 		return fmt.Errorf("layer %d: %w", li, err)
 	}
 	if s.AttnOutputGate { // attn_output · sigmoid(gate)

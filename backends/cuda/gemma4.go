@@ -230,7 +230,7 @@ func (b *Backend) gemma4Tables(ds *devState, T int) error {
 			if full {
 				cs, sn = ds.g4.cosF, ds.g4.sinF
 			}
-			if err := b.ropeTables(ds.d, cs, sn, s.LayerInvFreq(i), T, s.LayerHeadDim(i)); err != nil {
+			if err := b.ropeTables(ds.d, cs, sn, s.LayerInvFreq(i), T, s.LayerHeadDim(i), 1); err != nil {
 				return err
 			}
 			break // the tables depend on the layer type only
@@ -441,7 +441,7 @@ func (b *Backend) gemma4Layer(ds *devState, li, T int, pr probeFunc) error {
 			return err
 		}
 	}
-	if err := b.attendKV(ds, T, s.Window(li), KVH, D, k, v); err != nil {
+	if err := b.attendKV(ds, T, s.Window(li), KVH, D, k, v, 0); err != nil {
 		return err
 	}
 	if err := b.linear(ds, lw.lin[arch.ProjO], ds.att, T, ds.proj, lw.bias[arch.ProjO]); err != nil {

@@ -119,6 +119,14 @@ func (ld *loader) layerVecs(i int) []vecSpec {
 		p := al.Proj
 		all = append(all, vecSpec{l.Bias(p), al.Out, func(lw *layerDev) *device.Ptr { return &lw.bias[p] }, false, nil})
 	}
+	if s.GptOss != nil { // gptoss.go
+		E, I := s.MoE.Experts, s.MoE.Intermediate
+		_, gub, _, db := s.GptOssExperts(i)
+		all = append(all,
+			vecSpec{l.Sinks, s.Heads, func(lw *layerDev) *device.Ptr { return &lw.sinks }, false, nil},
+			vecSpec{gub, E * 2 * I, func(lw *layerDev) *device.Ptr { return &lw.guBias }, false, []int{E, 2 * I}},
+			vecSpec{db, E * s.Hidden, func(lw *layerDev) *device.Ptr { return &lw.dnBias }, false, []int{E, s.Hidden}})
+	}
 	return all
 }
 
@@ -161,6 +169,18 @@ func (ld *loader) layerSize(i int) (bytes, scratch int64, fuse [2]bool, err erro
 	for _, v := range ld.layerVecs(i) {
 		if v.name != "" && v.dst != nil {
 			bytes += arenaBytes(int64(4 * v.n))
+		}
+	}
+	experts, err := ld.gptOssExperts(i)
+	if err != nil {
+		return 0, 0, fuse, err
+	}
+	for _, h := range experts {
+		for _, b := range h.bufs {
+			bytes += arenaBytes(int64(len(b)))
+		}
+		if !h.direct {
+			scratch = max(scratch, int64(h.out*h.in*ld.gemmDT.Size()))
 		}
 	}
 	for _, al := range ld.spec.LayerLinears(i) {
@@ -242,6 +262,19 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 	if ld.spec.Sparse(i) {
 		lw.experts = make([][arch.NumProj]*devLinear, ld.spec.MoE.Experts)
 	}
+	experts, err := ld.gptOssExperts(i)
+	if err != nil {
+		return lw, err
+	}
+	for k, h := range experts { // gate_up_proj, down_proj of expert 0, 1, ...
+		p := arch.ProjGateUp
+		if k%2 == 1 {
+			p = arch.ProjDown
+		}
+		if lw.experts[k/2][p], err = upload(d, h); err != nil {
+			return lw, err
+		}
+	}
 	for _, al := range ld.spec.LayerLinears(i) {
 		h, err := ld.linear(al)
 		if err != nil {
@@ -261,6 +294,36 @@ func (ld *loader) uploadLayer(d device.Device, i int) (layerDev, error) {
 		}
 	}
 	return lw, nil
+}
+
+// gptOssExperts prepares gpt-oss layer i's fused experts (nil for other
+// families): expert e's gate_up_proj [2·I, C] at 2e and down_proj [C, I]
+// at 2e + 1, each one Linear of package quant (quant.OpenGptOssExperts).
+func (ld *loader) gptOssExperts(i int) ([]*hostLinear, error) {
+	s := ld.spec
+	if s.GptOss == nil {
+		return nil, nil
+	}
+	gs, ok := ld.src.(gptOssSource)
+	if !ok {
+		return nil, fmt.Errorf("cuda: %s: this source cannot read gpt-oss's fused experts", ld.src.where())
+	}
+	gu, _, dn, _ := s.GptOssExperts(i)
+	gl, dl, err := gs.gptOssExperts(gu, dn, s.MoE.Experts, s.Hidden, s.MoE.Intermediate)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	out := make([]*hostLinear, 0, 2*len(gl))
+	for e := range gl {
+		for _, l := range []quant.Linear{gl[e], dl[e]} {
+			h, err := prepareLinear(l, ld.gemmDT)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 // router32 uploads a MoE router's weight decoded to fp32 (see

@@ -24,7 +24,7 @@ func newFixtureCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "fixture",
 		Usage:     "write a tiny deterministic model in Hugging Face layout (bigram-initialised on the demo text, or random)",
-		UsageText: "qppl fixture --arch " + strings.Join(fixtures.Architectures(), "|") + " [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram]\n   qppl fixture --preset smollm2 --out DIR",
+		UsageText: "qppl fixture --arch " + strings.Join(fixtures.Architectures(), "|") + " [--seed N] --out DIR [--vocab N --hidden N --intermediate N --layers N --heads N --kv-heads N --head-dim N --max-pos N --dtype f32|bf16 --tied --init random|bigram --mxfp4-experts]\n   qppl fixture --preset smollm2 --out DIR",
 		Before: func(c *cli.Context) error {
 			if c.Bool("list-archs") {
 				return nil
@@ -47,6 +47,7 @@ func newFixtureCmd() *cli.Command {
 			&cli.IntFlag{Name: "max-pos", Usage: "max_position_embeddings", DefaultText: "2048"},
 			&cli.StringFlag{Name: "dtype", Usage: "f32 or bf16", DefaultText: "f32"},
 			&cli.BoolFlag{Name: "tied", Usage: "tie_word_embeddings (--tied=false to untie)", DefaultText: fixtureDefaultText(func(o fixtures.Options) string { return strconv.FormatBool(o.Tied) })},
+			&cli.BoolFlag{Name: "mxfp4-experts", Usage: "gpt_oss: store the experts as the published MXFP4 layout (mlp.experts.*_blocks/_scales, quantization_config quant_method mxfp4)"},
 			&cli.StringFlag{Name: "config", Usage: "a JSON object of config.json keys overriding the fixture's (e.g. '{\"num_experts\": 64}'); tensor shapes follow"},
 			&cli.StringFlag{Name: "variant", Usage: "a variant of the architecture's fixture (gemma4_text: moe, the 26B-A4B kind with experts beside the dense MLP)"},
 			&cli.StringFlag{Name: "experts", Usage: "how a mixture of experts is stored: fused (3-D experts.gate_up_proj/down_proj, as transformers ≥ 5 and the Gemma 4 / Qwen3.5 BF16 releases) or per-expert (experts.{e}.*_proj)", DefaultText: "the family's release layout: fused for gemma4_text, per-expert otherwise"},
@@ -142,6 +143,7 @@ func fixtureOptionsFrom(c *cli.Context) (fixtureOptions, error) {
 	if c.IsSet("tied") {
 		o.Tied = c.Bool("tied")
 	}
+	o.MXFP4Experts = c.Bool("mxfp4-experts")
 	o.Variant, o.Experts = c.String("variant"), c.String("experts")
 	if c.IsSet("config") {
 		if err := json.Unmarshal([]byte(c.String("config")), &o.Config); err != nil || o.Config == nil {

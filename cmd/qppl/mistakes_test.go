@@ -210,7 +210,7 @@ func TestUserMistakes(t *testing.T) {
 		{"stride 0", evalArgs(good, "--ctx", "16", "--stride", "0"), 2, "qppl: eval: --stride 0: must be >= 1\n"},
 		{"rows beyond the stream", evalArgs(good, "--ctx", "16", "--stride", "8", "--rows", "50"), 2, "qppl: rows 50 is beyond the token stream: 80 tokens give only 8 compare_q windows of ctx 16 stride 8\n"},
 		{"unsupported architecture", evalArgs(arch, "--ctx", "16"), 2, "qppl: invalid config: ROOT/arch/config.json: unsupported model_type \"gpt_neox\" (supported: " + strings.Join(fixtures.Architectures(), ", ") + ")\n"},
-		{"unsupported quant format", evalArgs(qfmt, "--ctx", "16"), 2, "qppl: eval: ROOT/qfmt/config.json: quantization_config: unsupported quant_method \"hqq\" (supported: compressed-tensors, gptq, awq, fp8, modelopt, bitsandbytes, auto-round)\n"},
+		{"unsupported quant format", evalArgs(qfmt, "--ctx", "16"), 2, "qppl: eval: ROOT/qfmt/config.json: quantization_config: unsupported quant_method \"hqq\" (supported: compressed-tensors, gptq, awq, fp8, modelopt, bitsandbytes, auto-round, mxfp4)\n"},
 		{"malformed config.json", evalArgs(badConfig, "--ctx", "16"), 2, "qppl: invalid config: ROOT/badconfig/config.json: not a JSON object: unexpected end of JSON input\n"},
 		{"bad safetensors header", evalArgs(badHeader, "--ctx", "16"), 2, "qppl: invalid safetensors: ROOT/badheader/model.safetensors: header length 1152921504606846976 exceeds the limit 100000000\n"},
 		{"truncated shard", evalArgs(truncShard, "--ctx", "16"), 2, "qppl: invalid safetensors: ROOT/truncshard/model-00002-of-00002.safetensors: tensor \"model.norm.weight\": data_offsets [49408 49536] run past the end of the data (49436 bytes)\n"},

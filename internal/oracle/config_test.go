@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -76,6 +77,11 @@ func TestSettingsMatchArch(t *testing.T) {
 			if spec.Gemma4 != nil { // gemma4_text: the oracle's own network (gemma4.go)
 				checked++
 				checkG4Settings(t, string(js), cfg, spec)
+				continue
+			}
+			if spec.GptOss != nil { // gpt_oss: the oracle's own network (gptoss.go)
+				checked++
+				checkGOSettings(t, string(js), cfg, spec)
 				continue
 			}
 			st, err := readSettings(cfg)
@@ -182,5 +188,80 @@ func checkG4Settings(t *testing.T, js string, cfg *checkpoint.Config, spec *arch
 		if w := spec.Window(i); (w == 0) != g.full[i] || (w != 0 && w != g.window) || g.source(i) != a.KVSource(i) {
 			t.Errorf("%s: layer %d: arch window %d, source %d; oracle full %v window %d source %d", js, i, w, a.KVSource(i), g.full[i], g.window, g.source(i))
 		}
+	}
+}
+
+// checkGOSettings compares the oracle's reading of a gpt_oss config with
+// arch's.
+func checkGOSettings(t *testing.T, js string, cfg *checkpoint.Config, spec *arch.Spec) {
+	t.Helper()
+	g, err := readGO(cfg)
+	if err != nil {
+		t.Errorf("%s: oracle: %v", js, err)
+		return
+	}
+	windows := make([]int, spec.Layers)
+	for i := range windows {
+		windows[i] = spec.Window(i)
+	}
+	freqs, scale, err := g.invFreq()
+	if err != nil {
+		t.Errorf("%s: oracle: %v", js, err)
+		return
+	}
+	wantFreqs := spec.RopeInvFreq()
+	for i := range freqs {
+		if d := math.Abs(freqs[i] - wantFreqs[i]); d > 1e-12*wantFreqs[i] {
+			t.Errorf("%s: inv_freq[%d]: oracle %v, arch %v", js, i, freqs[i], wantFreqs[i])
+		}
+	}
+	if ws := arch.RopeAttentionFactor(cfg.RopeScaling); math.Abs(scale-ws) > 1e-15 {
+		t.Errorf("%s: rope attention factor: oracle %v, arch %v", js, scale, ws)
+	}
+	got := []any{g.vocab, g.hidden, g.inter, g.layers, g.heads, g.kvHeads, g.headDim, g.eps, g.theta, g.tied, g.bias, g.bias,
+		g.experts, g.topK, g.windows, g.alpha, g.limit}
+	want := []any{spec.Vocab, spec.Hidden, spec.Intermediate, spec.Layers, spec.Heads, spec.KVHeads, spec.HeadDim, spec.Eps, cfg.RopeTheta, spec.TiedHead, spec.QKVBias, spec.OBias,
+		spec.MoE.Experts, spec.MoE.TopK, windows, spec.GptOss.Alpha, spec.GptOss.Limit}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\noracle %v\n  arch %v", js, got, want)
+	}
+}
+
+// TestGptOssRopeMatchesArch: the oracle's YaRN (and its defaults) against
+// arch's for gpt_oss configs: absent rope_scaling (GptOssConfig's yarn),
+// truncate true and false, explicit attention_factor, beta defaults (0 and
+// null mean 32 and 1), original_max_position_embeddings absent (then
+// max_position_embeddings), and rope_parameters with rope_theta.
+func TestGptOssRopeMatchesArch(t *testing.T) {
+	for _, rope := range []map[string]any{
+		nil,
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": false, "original_max_position_embeddings": 4096}},
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512}},
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 4.0, "beta_fast": 0, "beta_slow": nil, "attention_factor": 1.25, "truncate": true}},
+		{"rope_parameters": map[string]any{"rope_type": "yarn", "factor": 16.0, "rope_theta": 50000.0, "truncate": false}},
+		{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 0.5, "original_max_position_embeddings": 64}},
+	} {
+		c := map[string]any{"model_type": "gpt_oss", "vocab_size": 40, "hidden_size": 64, "intermediate_size": 32,
+			"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+			"max_position_embeddings": 8192, "num_local_experts": 4, "num_experts_per_tok": 2}
+		for k, v := range rope {
+			c[k] = v
+		}
+		js, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := arch.ParseConfig(js, "config.json")
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		spec, err := arch.For(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		if cfg.RopeScaling == nil || cfg.RopeScaling.Type != "yarn" {
+			t.Fatalf("%s: rope %+v, want yarn", js, cfg.RopeScaling)
+		}
+		checkGOSettings(t, string(js), cfg, spec)
 	}
 }

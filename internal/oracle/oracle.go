@@ -52,6 +52,9 @@ func LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options) (
 	if cfg != nil && (cfg.ModelType == "gemma4_text" || cfg.ModelType == "gemma4") { // its own network: gemma4.go
 		return g4LogProbs(cfg, get, tokens, opt)
 	}
+	if cfg != nil && cfg.ModelType == "gpt_oss" { // its own network: gptoss.go
+		return goLogProbs(cfg, get, tokens, opt)
+	}
 	if cfg != nil && cfg.Raw != nil && isQwen35(cfg.ModelType) {
 		st, err := readSettings(cfg)
 		if err != nil {

@@ -18,6 +18,7 @@ const (
 	KAttention   = "attention"
 	KAttnPrep    = "attn_prep"
 	KAttnSoftmax = "attn_softmax"
+	KOssGlu      = "oss_glu"
 	KSplitQKV    = "split_qkv"
 	KSiluMulCat  = "silu_mul_cat"
 	KLogitsStats = "logits_stats"
@@ -61,7 +62,7 @@ func Kernels() map[string]KernelInfo {
 		KRMSNorm:     {"pppiif", "norm"},
 		KAttention:   {"ppppiiiifii", "attention"},
 		KAttnPrep:    {"ppppppiiiii", "attention"},
-		KAttnSoftmax: {"pipiiiiii", "attention"},
+		KAttnSoftmax: {"pipiiiiiip", "attention"},
 		KSplitQKV:    {"pppppppiii", "fused"},
 		KSiluMulCat:  {"ppii", "fused"},
 		KLogitsStats: {"piipppippip", "logits"},
@@ -98,6 +99,8 @@ func Kernels() map[string]KernelInfo {
 		"sigmoid_mul":      {"ppi", "deltanet"},
 		"rope_partial":     {"pppiiii", "deltanet"},
 		"sigmoid_add_rows": {"pppii", "deltanet"},
+		// gpt_oss (kernels/gptoss.cu)
+		KOssGlu: {"ppiff", "gptoss"},
 		// gemma4_text (kernels/gemma4.cu; wrapper in backends/cuda/gemma4.go)
 		"ple_combine": {"pppiiiff", "gemma4"},
 	}

@@ -151,8 +151,15 @@ func LaunchAttnPrep(d Device, qa, ka, va, q, k, v Ptr, T, H, KVH, D int, dt DTyp
 // starting at r0 (per head) into causal softmax weights p, written as
 // nparts dtype-dt parts whose sum keeps fp32 precision (attn_softmax,
 // attention.cu: one warp per row).
-func LaunchAttnSoftmax(d Device, p Ptr, nparts int, s Ptr, rows, N, R, r0 int, dt DType, W int) error {
-	return d.Launch(KAttnSoftmax, D1(rows), D1(32), 0, p, int32(nparts), s, int32(rows), int32(N), int32(R), int32(r0), int32(dt), int32(W))
+func LaunchAttnSoftmax(d Device, p Ptr, nparts int, s Ptr, rows, N, R, r0 int, dt DType, W int, sinks Ptr) error {
+	return d.Launch(KAttnSoftmax, D1(rows), D1(32), 0, p, int32(nparts), s, int32(rows), int32(N), int32(R), int32(r0), int32(dt), int32(W), sinks)
+}
+
+// LaunchOssGlu writes gpt-oss's clamped SwiGLU out[n] from the interleaved
+// gate/up rows gu[n][2] (oss_glu, gptoss.cu).
+func LaunchOssGlu(d Device, out, gu Ptr, n int, alpha, limit float32) error {
+	g, b := GridStride(n)
+	return d.Launch(KOssGlu, g, b, 0, out, gu, int32(n), alpha, limit)
 }
 
 // LaunchSplitQKV splits the fused projection in[T][Q+2·KV] into q, k, v,

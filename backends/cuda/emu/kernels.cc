@@ -28,6 +28,7 @@
 #include "k_gemma.h"
 #include "k_kvquant.h"
 #include "k_deltanet.h"
+#include "k_gptoss.h"
 #include "k_gemma4.h"
 
 template <typename T> static constexpr char sigchar() {
@@ -75,6 +76,8 @@ static const EmuKernel table[] = {
     // qwen3_5 (deltanet.cu)
     K(conv1d_silu, 0), K(l2norm_qk, 0), K(delta_rule, 0), K(gated_rmsnorm, 0), K(split_q_gate, 0),
     K(sigmoid_mul, 0), K(rope_partial, 0), K(sigmoid_add_rows, 0),
+    // gpt_oss (gptoss.cu)
+    K(oss_glu, 0),
     // gemma4_text (gemma4.cu)
     K(ple_combine, 0),
 };

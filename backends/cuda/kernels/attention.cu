@@ -105,8 +105,12 @@ EXTERN_C __global__ void attn_prep(void *qa, void *ka, void *va, const float *q,
 // (rows are many: heads × query rows; a warp streams a 2,048-key row in 64
 // coalesced steps). Reference: reference.attention.
 // With W > 0 (a sliding window) only keys j > t - W count (w_j = 0 below);
-// W = 0 or W > t changes nothing.
-EXTERN_C __global__ void attn_softmax(void *p, int nparts, const float *s, int rows, int N, int R, int r0, int dt, int W) {
+// W = 0 or W > t changes nothing. sinks, when not null, are gpt-oss's
+// per-head attention sinks of the chunk's heads (sinks[r / R]): one more
+// logit in the max and the denominator, weighting no value
+// (modeling_gpt_oss.py eager_attention_forward).
+EXTERN_C __global__ void attn_softmax(void *p, int nparts, const float *s, int rows, int N, int R, int r0, int dt, int W,
+				      const float *sinks) {
 	__shared__ float red[32];
 	int r = blockIdx.x;
 	if (r >= rows) return;
@@ -116,9 +120,11 @@ EXTERN_C __global__ void attn_softmax(void *p, int nparts, const float *s, int r
 	float mx = -INFINITY;
 	for (int j = lo + threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, x[j]);
 	mx = block_max(mx, red);
+	if (sinks) mx = fmaxf(mx, sinks[r / R]);
 	float se = 0.0f;
 	for (int j = lo + threadIdx.x; j < n; j += blockDim.x) se += expf(x[j] - mx);
 	se = block_sum(se, red);
+	if (sinks) se += expf(sinks[r / R] - mx);
 	float inv = 1.0f / se;
 	size_t part = (size_t)rows * N;
 	for (int j = threadIdx.x; j < N; j += blockDim.x) {

@@ -21,7 +21,6 @@ func TestOnlyFileWriter(t *testing.T) {
 		"dataset/hub/client.go":    "a resumable download: bytes are appended to blob.incomplete (HTTP Range) and renamed when complete and verified",
 		"dataset/hub/lock_unix.go": "a lock file, never read for its content",
 		"cmd/qppl/app.go":          "the output-directory write probe: an empty temporary file, removed at once",
-		"cmd/qppl/main.go":         "the QPPL_CPUPROFILE CPU profile: pprof streams into it while the process runs; a diagnostic qppl never reads",
 	}
 	re := regexp.MustCompile(`\bos\.(WriteFile|Create|CreateTemp|OpenFile)\(|\bioutil\.WriteFile\(`)
 	root := filepath.Join("..", "..")

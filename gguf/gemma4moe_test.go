@@ -148,3 +148,50 @@ func TestGemma4MoEHostile(t *testing.T) {
 		})
 	}
 }
+
+// TestLlamaCppGemma4MoE: llama.cpp loads qppl's F32 conversion of the
+// Gemma 4 MoE fixture (gemma4.cpp: the router on the weightless RMS norm
+// of the attention output × 1/sqrt(n_embd) × ffn_gate_inp.scale, softmax,
+// top-k renormalised, × ffn_down_exps.scale, GELU experts on
+// pre_ffw_norm_2) and its per-token NLL on the same windows agrees with
+// qppl's; the same file with the per-expert scales swapped between two
+// layers moves llama.cpp ≥ 10× further.
+func TestLlamaCppGemma4MoE(t *testing.T) {
+	h := llamaHelper(t)
+	dir := gemma4MoEFixture(t, nil)
+	path := convert(t, dir, gguf.F32)
+	ws := demoWindows(t, dir, 3, 64)
+	want := flatten(nllsOf(t, path, gguf.Options{}, ws))
+	got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := maxAbsDiff(flatten(got), want)
+	pq, pl := ppl(want), ppl(flatten(got))
+	t.Logf("gemma4 MoE F32: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", pq, pl, math.Abs(pl-pq)/pq, d)
+	if !(d < 0.02) || !(math.Abs(pl-pq)/pq < 1e-3) {
+		t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", d)
+	}
+	swapped := rewrite(t, path, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		var a, b int
+		for i := range ts {
+			switch ts[i].Name {
+			case "blk.0.ffn_down_exps.scale":
+				a = i
+			case "blk.1.ffn_down_exps.scale":
+				b = i
+			}
+		}
+		ts[a].Data, ts[b].Data = ts[b].Data, ts[a].Data
+		return k, ts
+	})
+	bad, err := h.NLL(swapped, llamaWindows(ws), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := maxAbsDiff(flatten(bad), want)
+	t.Logf("per-expert scales of layers 0 and 1 swapped: llama.cpp max |ΔNLL| %.3g", db)
+	if !(db > 10*d) {
+		t.Fatalf("swapped per-expert scales move llama.cpp only to %g (right file: %g)", db, d)
+	}
+}

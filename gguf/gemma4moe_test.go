@@ -3,12 +3,14 @@ package gguf_test
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/internal/llamacpp"
 )
 
 // gemma4MoEFixture is `qppl fixture --arch gemma4_text --variant moe`
@@ -193,5 +195,65 @@ func TestLlamaCppGemma4MoE(t *testing.T) {
 	t.Logf("per-expert scales of layers 0 and 1 swapped: llama.cpp max |ΔNLL| %.3g", db)
 	if !(db > 10*d) {
 		t.Fatalf("swapped per-expert scales move llama.cpp only to %g (right file: %g)", db, d)
+	}
+}
+
+// TestLlamaCppGemma4MoEQuantized: llama_model_quantize'd files of the
+// Gemma 4 MoE fixture (hidden 256, expert width 256, so the K and IQ types
+// apply to the stacked experts too): qppl's reference NLL with its own
+// decoders = its NLL on the file with every tensor dequantized by ggml's
+// to_float = the independent oracle's float64 forward of those weights
+// (1e-9 per token); llama.cpp's own PPL is logged beside it (it quantizes
+// activations internally).
+func TestLlamaCppGemma4MoEQuantized(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: quantizes with llama.cpp")
+	}
+	h := llamaHelper(t)
+	dir := gemma4MoEFixture(t, func(o *fixtures.Options) {
+		o.Hidden, o.Intermediate, o.Heads, o.KVHeads, o.HeadDim = 256, 512, 4, 2, 64
+		o.Config = map[string]any{"moe_intermediate_size": 256}
+	})
+	f32 := convert(t, dir, gguf.F32)
+	ws := demoWindows(t, dir, 2, 64)
+	base := flatten(nllsOf(t, f32, gguf.Options{}, ws))
+	t.Logf("gemma4 MoE F32: PPL %.6f", ppl(base))
+	fts := map[string]int{}
+	for _, ft := range llamacpp.FileTypes() {
+		fts[ft.Name] = ft.FType
+	}
+	for _, name := range []string{"Q8_0", "Q4_0", "Q4_K_M", "Q6_K", "IQ4_XS", "BF16"} {
+		t.Run(name, func(t *testing.T) {
+			q := filepath.Join(t.TempDir(), name+".gguf")
+			if err := h.Quantize(f32, q, fts[name]); err != nil {
+				if errors.Is(err, llamacpp.ErrRefused) {
+					t.Skipf("llama.cpp does not produce %s here: %v", name, err)
+				}
+				t.Fatal(err)
+			}
+			m, err := gguf.OpenModel(q, gguf.Options{Inspect: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			layers, _ := m.TypeBreakdown()
+			m.Close()
+			deq := ggmlDequantized(t, h, q)
+			got := flatten(nllsOf(t, q, gguf.Options{}, ws))
+			ref := flatten(nllsOf(t, deq, gguf.Options{}, ws))
+			orc := oracleNLL(t, deq, ws)
+			lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := flatten(lc)
+			t.Logf("%-7s %s: qppl PPL %.6f (oracle on ggml-dequantized weights: max |Δ| %.2g, reference on them %.2g), llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g",
+				name, shares(layers), ppl(got), maxAbsDiff(got, orc), maxAbsDiff(got, ref), ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
+			if d := maxAbsDiff(got, ref); !(d <= 1e-9) {
+				t.Errorf("reference NLL with qppl's decoders differs from the ggml-dequantized file's by %g", d)
+			}
+			if d := maxAbsDiff(got, orc); !(d <= 1e-9) {
+				t.Errorf("reference NLL differs from the oracle's forward of the ggml-dequantized weights by %g", d)
+			}
+		})
 	}
 }

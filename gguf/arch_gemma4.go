@@ -44,8 +44,9 @@ import (
 // The converter writes what Gemma4Model writes for the text decoder of a
 // Gemma4ForConditionalGeneration checkpoint (which it reads under
 // model.language_model.; a gemma4_text checkpoint holds the same tensors
-// under model.). Refused: the MoE layers (enable_moe_block: expert_count,
-// ffn_gate_inp), a file whose last layer slides (transformers forces it
+// under model.). The mixture of experts (enable_moe_block): see
+// gemma4MoE and gemma4Layer. Refused: fused ffn_gate_up_exps, a router on
+// some layers only, a file whose last layer slides (transformers forces it
 // to full attention), rope_freqs other than 1.0… then 1e30…, any
 // rope.scaling key, a PLE vocabulary other than the main one.
 func gemma4Arch() Arch {
@@ -306,7 +307,14 @@ func gemma4Config(m *Model, cfg map[string]any) error {
 // moe_intermediate_size). llama.cpp gives a layer experts when it holds
 // blk.N.ffn_gate_inp.weight (gemma4.cpp load_arch_tensors: has_expert);
 // transformers gives every layer the block when enable_moe_block, so a
-// file must have the router on every layer or on none.
+// file must have the router on every layer or on none. llama.cpp's graph
+// (gemma4.cpp) computes what Gemma4TextRouter does: logits =
+// ffn_gate_inp · (rms_norm(attn_out) × 1/sqrtf(n_embd) × ffn_gate_inp.scale),
+// build_moe_ffn(…, LLM_FFN_GELU, norm_w = true, scale 1.0, SOFTMAX) with
+// ffn_down_exps.scale multiplying expert e's output, on
+// pre_ffw_norm_2(attn_out); the dense branch through post_ffw_norm_1, the
+// experts through post_ffw_norm_2, their sum through post_ffw_norm
+// (TestLlamaCppGemma4MoE checks the agreement).
 func (m *Model) gemma4MoE(cfg map[string]any) error {
 	const a = "gemma4"
 	path := m.Files[0].Path
@@ -316,6 +324,9 @@ func (m *Model) gemma4MoE(cfg map[string]any) error {
 		return err
 	}
 	for i := 0; i < L; i++ {
+		if n := fmt.Sprintf("blk.%d.ffn_gate_up_exps.weight", i); m.has(n) {
+			return fmt.Errorf("%w: %s: tensor %q: fused gate/up experts are not read yet (qppl reads and writes ffn_gate_exps and ffn_up_exps, which llama.cpp's gemma4 loader also accepts)", ErrUnsupported, path, n)
+		}
 		n := fmt.Sprintf("blk.%d.ffn_gate_inp.weight", i)
 		if m.has(n) != (e > 0) {
 			if e == 0 {

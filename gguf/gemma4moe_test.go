@@ -131,6 +131,14 @@ func TestGemma4MoEHostile(t *testing.T) {
 		{"scaled routing weights", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 			return setKV(k, "gemma4.expert_weights_scale", gguf.Float32Value(2)), ts
 		}, "gemma4.expert_weights_scale", true},
+		{"fused gate/up experts", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			for i := range ts {
+				if ts[i].Name == "blk.0.ffn_gate_exps.weight" {
+					ts[i].Name = "blk.0.ffn_gate_up_exps.weight"
+				}
+			}
+			return k, ts
+		}, "blk.0.ffn_gate_up_exps.weight", true},
 		{"top-k above experts", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 			return setKV(k, "gemma4.expert_used_count", gguf.Uint32Value(9)), ts
 		}, "gemma4.expert_used_count", false},

@@ -44,8 +44,9 @@ import (
 // The converter writes what Gemma4Model writes for the text decoder of a
 // Gemma4ForConditionalGeneration checkpoint (which it reads under
 // model.language_model.; a gemma4_text checkpoint holds the same tensors
-// under model.). Refused: the MoE layers (enable_moe_block: expert_count,
-// ffn_gate_inp), a file whose last layer slides (transformers forces it
+// under model.). The mixture of experts (enable_moe_block): see
+// gemma4MoE and gemma4Layer. Refused: fused ffn_gate_up_exps, a router on
+// some layers only, a file whose last layer slides (transformers forces it
 // to full attention), rope_freqs other than 1.0… then 1e30…, any
 // rope.scaling key, a PLE vocabulary other than the main one.
 func gemma4Arch() Arch {
@@ -73,7 +74,7 @@ func gemma4Arch() Arch {
 var gemma4Proj = map[arch.Proj]string{
 	arch.ProjQ: "attn_q", arch.ProjK: "attn_k", arch.ProjV: "attn_v", arch.ProjO: "attn_output",
 	arch.ProjGate: "ffn_gate", arch.ProjUp: "ffn_up", arch.ProjDown: "ffn_down",
-	arch.ProjPLEGate: "inp_gate", arch.ProjPLEProj: "proj",
+	arch.ProjPLEGate: "inp_gate", arch.ProjPLEProj: "proj", arch.ProjRouter: "ffn_gate_inp",
 }
 
 func gemma4Layer(s *arch.Spec, i int) []TensorName {
@@ -93,9 +94,23 @@ func gemma4Layer(s *arch.Spec, i int) []TensorName {
 	vec(l.PostMLPNorm, "post_ffw_norm.weight")
 	vec(l.PLENorm, "post_norm.weight")
 	vec(l.LayerScalar, "layer_output_scale.weight")
+	// the mixture of experts (Gemma4Model.modify_tensors: router.scale →
+	// ffn_gate_inp.scale, per_expert_scale → ffn_down_exps.scale; gguf-py
+	// constants.py FFN_PRE_NORM_2 pre_ffw_norm_2, FFN_POST_NORM_1
+	// post_ffw_norm_1, FFN_POST_NORM_2 post_ffw_norm_2), all stored as
+	// they are (norm_shift 0).
+	vec(l.RouterScale, "ffn_gate_inp.scale")
+	vec(l.PerExpertScale, "ffn_down_exps.scale")
+	vec(l.PreMoENorm, "pre_ffw_norm_2.weight")
+	vec(l.PostMLPNorm1, "post_ffw_norm_1.weight")
+	vec(l.PostMoENorm, "post_ffw_norm_2.weight")
 	for _, lin := range s.LayerLinears(i) {
 		tn := TensorName{HF: lin.Module + ".weight", Expert: lin.Expert}
-		if g := gemma4Proj[lin.Proj]; g != "" && lin.Expert < 0 {
+		g := gemma4Proj[lin.Proj]
+		if lin.Expert >= 0 {
+			g = expertGGUF[lin.Proj]
+		}
+		if g != "" {
 			tn.GGUF = blk + g + ".weight"
 		}
 		out = append(out, tn)
@@ -130,23 +145,15 @@ func gemma4Config(m *Model, cfg map[string]any) error {
 	cfg["hidden_activation"] = "gelu_pytorch_tanh"
 	cfg["hidden_act"] = "gelu_pytorch_tanh"
 	cfg["attention_bias"] = false
-	cfg["enable_moe_block"] = false
-	for _, k := range []string{a + ".expert_count", a + ".expert_used_count", a + ".expert_feed_forward_length"} {
-		if _, ok := m.meta(k); ok {
-			return fmt.Errorf("%w: %s: metadata %q: the Gemma 4 mixture-of-experts layers are not supported in GGUF files yet", ErrUnsupported, path, k)
-		}
-	}
-	L := int(cfg["num_hidden_layers"].(int64))
-	for i := 0; i < L; i++ {
-		if n := fmt.Sprintf("blk.%d.ffn_gate_inp.weight", i); m.has(n) {
-			return fmt.Errorf("%w: %s: tensor %q: the Gemma 4 mixture-of-experts layers are not supported in GGUF files yet", ErrUnsupported, path, n)
-		}
+	if err := m.gemma4MoE(cfg); err != nil {
+		return err
 	}
 	for _, k := range []string{".rope.scaling.type", ".rope.scaling.factor", ".rope.scale_linear"} {
 		if _, ok := m.meta(a + k); ok {
 			return fmt.Errorf("%w: %s: metadata %q: Gemma 4's RoPE is the default (sliding) and proportional (full) one", ErrUnsupported, path, a+k)
 		}
 	}
+	L := int(cfg["num_hidden_layers"].(int64))
 	// layer types
 	key := a + ".attention.sliding_window_pattern"
 	v, ok := m.meta(key)
@@ -295,6 +302,60 @@ func gemma4Config(m *Model, cfg map[string]any) error {
 	return nil
 }
 
+// gemma4MoE reads the mixture of experts (Gemma4Model.set_gguf_parameters:
+// expert_count, expert_used_count, expert_feed_forward_length =
+// moe_intermediate_size). llama.cpp gives a layer experts when it holds
+// blk.N.ffn_gate_inp.weight (gemma4.cpp load_arch_tensors: has_expert);
+// transformers gives every layer the block when enable_moe_block, so a
+// file must have the router on every layer or on none. llama.cpp's graph
+// (gemma4.cpp) computes what Gemma4TextRouter does: logits =
+// ffn_gate_inp · (rms_norm(attn_out) × 1/sqrtf(n_embd) × ffn_gate_inp.scale),
+// build_moe_ffn(…, LLM_FFN_GELU, norm_w = true, scale 1.0, SOFTMAX) with
+// ffn_down_exps.scale multiplying expert e's output, on
+// pre_ffw_norm_2(attn_out); the dense branch through post_ffw_norm_1, the
+// experts through post_ffw_norm_2, their sum through post_ffw_norm
+// (TestLlamaCppGemma4MoE checks the agreement).
+func (m *Model) gemma4MoE(cfg map[string]any) error {
+	const a = "gemma4"
+	path := m.Files[0].Path
+	L := int(cfg["num_hidden_layers"].(int64))
+	e, k, err := m.expertCounts()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < L; i++ {
+		if n := fmt.Sprintf("blk.%d.ffn_gate_up_exps.weight", i); m.has(n) {
+			return fmt.Errorf("%w: %s: tensor %q: fused gate/up experts are not read yet (qppl reads and writes ffn_gate_exps and ffn_up_exps, which llama.cpp's gemma4 loader also accepts)", ErrUnsupported, path, n)
+		}
+		n := fmt.Sprintf("blk.%d.ffn_gate_inp.weight", i)
+		if m.has(n) != (e > 0) {
+			if e == 0 {
+				return fmt.Errorf("%w: %s: tensor %q without metadata %q: a Gemma 4 router needs the expert counts", ErrFormat, path, n, a+".expert_count")
+			}
+			return fmt.Errorf("%w: %s: tensor %q is missing: Gemma 4's mixture of experts is on every layer (enable_moe_block)", ErrFormat, path, n)
+		}
+	}
+	if e == 0 {
+		for _, key := range []string{a + ".expert_used_count", a + ".expert_feed_forward_length"} {
+			if _, ok := m.meta(key); ok {
+				return fmt.Errorf("%w: %s: metadata %q without %q", ErrFormat, path, key, a+".expert_count")
+			}
+		}
+		cfg["enable_moe_block"] = false
+		return nil
+	}
+	w, err := m.metaInt(a+".expert_feed_forward_length", -1)
+	if err != nil {
+		return err
+	}
+	if w == 0 {
+		return fmt.Errorf("%w: %s: metadata %q is 0", ErrFormat, path, a+".expert_feed_forward_length")
+	}
+	cfg["enable_moe_block"] = true
+	cfg["num_experts"], cfg["top_k_experts"], cfg["moe_intermediate_size"] = e, k, w
+	return m.checkExpertScale()
+}
+
 // has reports whether the file holds a tensor.
 func (m *Model) has(name string) bool { _, ok := m.tensors[name]; return ok }
 
@@ -418,6 +479,13 @@ func gemma4Convert(s *arch.Spec) ([]KV, error) {
 		{a + ".attention.sliding_window", Uint32Value(uint32(s.Config.SlidingWindow))},
 		{a + ".attention.shared_kv_layers", Uint32Value(uint32(L - g.Shared))},
 		{a + ".embedding_length_per_layer_input", Uint32Value(uint32(g.PLE))},
+	}
+	if s.MoE != nil {
+		if err := everyLayerSparse(s, a, "enable_moe_block"); err != nil {
+			return nil, err
+		}
+		kvs = append(kvs, expertKVs(a, s)...)
+		kvs = append(kvs, KV{a + ".expert_feed_forward_length", Uint32Value(uint32(s.MoE.Intermediate))})
 	}
 	pv, _ := ScalarArray(TypeBool, pattern)
 	kvs = append(kvs, KV{a + ".attention.sliding_window_pattern", pv})

@@ -255,8 +255,8 @@ func TestGemmaHostile(t *testing.T) {
 		{"gemma4", "width pattern", set("gemma4.feed_forward_length", gguf.Int32Array([]int32{128, 256, 256, 256})), true, "gemma4.feed_forward_length"},
 		{"gemma4", "rope_freqs not proportional", ropeFreqs(ones(15, 0.5)...), true, "rope_freqs.weight"},
 		{"gemma4", "rope_freqs interleaved", ropeFreqs(append(ones(3, 1e30), ones(12)...)...), true, "rope_freqs.weight"},
-		{"gemma4", "MoE", set("gemma4.expert_count", gguf.Uint32Value(4)), true, "gemma4.expert_count"},
-		{"gemma4", "MoE router", withTensor("blk.0.ffn_gate_inp.weight", []int64{64, 4}, make([]float32, 256)...), true, "blk.0.ffn_gate_inp.weight"},
+		{"gemma4", "experts without router", set("gemma4.expert_count", gguf.Uint32Value(4)), false, "gemma4.expert_used_count"},
+		{"gemma4", "router without expert_count", withTensor("blk.0.ffn_gate_inp.weight", []int64{64, 4}, make([]float32, 256)...), false, "gemma4.expert_count"},
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"/"+c.name, func(t *testing.T) {

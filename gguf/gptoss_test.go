@@ -2,14 +2,18 @@ package gguf_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/qppl/qppl/backends"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/internal/llamacpp"
+	"github.com/qppl/qppl/internal/oracle"
 )
 
 // gptOssFixture writes `qppl fixture --arch gpt_oss --init random`.
@@ -164,6 +168,136 @@ func TestGptOssConvertRefusals(t *testing.T) {
 			err := gguf.ConvertFile(dir, filepath.Join(t.TempDir(), "m.gguf"), c.opt)
 			if !errors.Is(err, gguf.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v: want ErrUnsupported naming %q", err, c.want)
+			}
+		})
+	}
+}
+
+// gptOssOracleNLL is the oracle's float64 forward of a gpt-oss GGUF file:
+// every Linear through Model.Linear (the file's own decoders), the fused
+// experts assembled here, independently of Model.GptOssExperts, from the
+// per-expert slices of ffn_gate_exps / ffn_up_exps / ffn_down_exps into
+// transformers' [E, in, out] layout (gate_up's columns interleaved).
+func gptOssOracleNLL(t *testing.T, path string, ws []backends.Window) []float64 {
+	t.Helper()
+	m, err := gguf.OpenModel(path, gguf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := m.Spec
+	E, I, C := s.MoE.Experts, s.MoE.Intermediate, s.Hidden
+	linear := map[string]bool{}
+	fused := map[string]int{} // 0 gate_up, 1 down
+	for i := 0; i < s.Layers; i++ {
+		for _, l := range s.LayerLinears(i) {
+			linear[l.Module+".weight"] = true
+		}
+		gu, _, dn, _ := s.GptOssExperts(i)
+		fused[gu], fused[dn] = 0, 1
+	}
+	deq := func(module string) ([]float64, int, int) {
+		l, err := m.Linear(module)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, in := l.Shape()
+		w := make([]float64, out*in)
+		if err := l.Dequantize(w); err != nil {
+			t.Fatal(err)
+		}
+		return w, out, in
+	}
+	get := func(name string) ([]float64, []int, error) {
+		if kind, ok := fused[name]; ok {
+			if kind == 1 { // down [E, I, C] from expert e's [C, I]
+				v := make([]float64, E*I*C)
+				for e := 0; e < E; e++ {
+					w, _, _ := deq(fmt.Sprintf("%s[%d]", name, e))
+					for c := 0; c < C; c++ {
+						for j := 0; j < I; j++ {
+							v[(e*I+j)*C+c] = w[c*I+j]
+						}
+					}
+				}
+				return v, []int{E, I, C}, nil
+			}
+			v := make([]float64, E*C*2*I)
+			for e := 0; e < E; e++ {
+				for h, part := range []string{"gate", "up"} {
+					w, _, _ := deq(fmt.Sprintf("%s.%s[%d]", name, part, e))
+					for j := 0; j < I; j++ {
+						for c := 0; c < C; c++ {
+							v[(e*C+c)*2*I+2*j+h] = w[j*C+c]
+						}
+					}
+				}
+			}
+			return v, []int{E, C, 2 * I}, nil
+		}
+		if !linear[name] {
+			return m.Float64(name)
+		}
+		w, out, in := deq(strings.TrimSuffix(name, ".weight"))
+		return w, []int{out, in}, nil
+	}
+	var nll []float64
+	for _, w := range ws {
+		lp, err := oracle.LogProbs(m.Config, get, w.Tokens, oracle.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := w.First; p < len(w.Tokens); p++ {
+			nll = append(nll, -lp[p-1][w.Tokens[p]])
+		}
+	}
+	return nll
+}
+
+// TestLlamaCppGptOssQuantized: llama_model_quantize makes Q8_0, Q4_0 and
+// MXFP4_MOE files from qppl's F32 gpt-oss conversion; for each, package
+// gguf opens it, and qppl's reference NLL with its own decoders equals
+// the oracle's float64 forward of the weights as libggml dequantizes them
+// (experts assembled independently, gptOssOracleNLL) to 1e-9 per token;
+// llama.cpp's own NLL on the quantized file is logged beside it.
+func TestLlamaCppGptOssQuantized(t *testing.T) {
+	h := llamaHelper(t)
+	dir := gptOssFixture(t, nil)
+	f32 := convert(t, dir, gguf.F32)
+	ws := demoWindows(t, dir, 1, 48)
+	if d := maxAbsDiff(flatten(nllsOf(t, f32, gguf.Options{}, ws)), gptOssOracleNLL(t, f32, ws)); !(d <= 1e-9) {
+		t.Fatalf("F32: reference and oracle differ by %g", d)
+	}
+	for _, ft := range []llamacpp.FileType{{Name: "Q8_0", FType: 7}, {Name: "Q4_0", FType: 2}, {Name: "MXFP4_MOE", FType: 38}} {
+		t.Run(ft.Name, func(t *testing.T) {
+			q := filepath.Join(t.TempDir(), ft.Name+".gguf")
+			if err := h.Quantize(f32, q, ft.FType); err != nil {
+				if errors.Is(err, llamacpp.ErrRefused) {
+					t.Skipf("llama.cpp does not produce %s here: %v", ft.Name, err)
+				}
+				t.Fatal(err)
+			}
+			m, err := gguf.OpenModel(q, gguf.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			types := map[string]string{}
+			for _, n := range []string{"blk.0.attn_q.weight", "blk.0.ffn_gate_exps.weight", "blk.0.ffn_down_exps.weight"} {
+				ti, _ := m.TensorByGGUFName(n)
+				types[n] = ti.Type.String()
+			}
+			m.Close()
+			want := gptOssOracleNLL(t, ggmlDequantized(t, h, q), ws)
+			got := flatten(nllsOf(t, q, gguf.Options{}, ws))
+			lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := flatten(lc)
+			t.Logf("%s %v: qppl PPL %.6f (oracle on ggml-dequantized weights: max |Δ| %.2g), llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g",
+				ft.Name, types, ppl(got), maxAbsDiff(got, want), ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
+			if d := maxAbsDiff(got, want); !(d <= 1e-9) {
+				t.Fatalf("reference NLL differs from the oracle on ggml-dequantized weights by %g", d)
 			}
 		})
 	}

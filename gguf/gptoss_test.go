@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/qppl/qppl/backends"
+	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/internal/llamacpp"
 	"github.com/qppl/qppl/internal/oracle"
+	"github.com/qppl/qppl/quant"
 )
 
 // gptOssFixture writes `qppl fixture --arch gpt_oss --init random`.
@@ -300,5 +302,44 @@ func TestLlamaCppGptOssQuantized(t *testing.T) {
 				t.Fatalf("reference NLL differs from the oracle on ggml-dequantized weights by %g", d)
 			}
 		})
+	}
+}
+
+// TestGptOssInspect: qppl inspect of the F32 gpt-oss file accounts the
+// decoder layers as quant.Inspect of the safetensors model does (the fused
+// experts one module per tensor: same weights and bytes), and its layer
+// bytes are the stored 2-D/3-D weight tensors of the blocks (biases
+// excluded, as norms and biases are).
+func TestGptOssInspect(t *testing.T) {
+	dir := gptOssFixture(t, nil)
+	path := convert(t, dir, gguf.F32)
+	cm, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	want, err := quant.Inspect(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gguf.OpenModel(path, gguf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r, err := m.Inspect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	for _, n := range m.TensorNames() {
+		ti, _ := m.TensorByGGUFName(n)
+		if strings.HasPrefix(n, "blk.") && strings.HasSuffix(n, ".weight") && len(ti.Dims) >= 2 {
+			stored += ti.Size
+		}
+	}
+	t.Logf("GGUF %d bytes / %d weights, safetensors %d / %d, stored %d", r.LayerBytes, r.LayerWeights, want.LayerBytes, want.LayerWeights, stored)
+	if r.LayerWeights != want.LayerWeights || r.LayerBytes != want.LayerBytes || stored != r.LayerBytes {
+		t.Fatalf("GGUF layers %d bytes / %d weights, safetensors %d / %d, stored %d", r.LayerBytes, r.LayerWeights, want.LayerBytes, want.LayerWeights, stored)
 	}
 }

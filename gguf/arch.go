@@ -66,6 +66,12 @@ type Arch struct {
 	// Tensors returns tensors the converter writes beside the Hugging
 	// Face ones (gemma4's rope_freqs.weight).
 	Tensors func(s *arch.Spec) ([]WriteTensor, error)
+	// Parts, when set, lists the Hugging Face tensors of s that no single
+	// GGUF tensor holds: each is split into the parts named (the table's
+	// entries, TensorName.Fused) with their shapes (gpt-oss's fused
+	// experts). The reader checks and reads the parts; the converter
+	// writes them.
+	Parts func(s *arch.Spec) map[string][]arch.TensorShape
 	// F32Only, when set, says why the converter writes only F32 files of
 	// this architecture (qppl does not reproduce llama.cpp's type mix for
 	// it).
@@ -108,6 +114,11 @@ type TensorName struct {
 	// ne [K, C]; the shared expert gate [1, H] as ne [H], as ggml writes
 	// it); the reader accepts ne with or without them and presents Shape.
 	Shape []int
+	// Fused and Part: the entry is a part of the Hugging Face tensor Fused
+	// (Arch.Parts), and Part takes it out of Fused's values of shape
+	// shape (the converter; the reader reassembles the parts itself).
+	Fused string
+	Part  func(fused []float64, shape []int) ([]float64, []int)
 	// Decay: the tensor is A_log, stored as −exp(A_log) (qwen35's ssm_a);
 	// Model.DecayRate gives exp(A_log) exactly as stored.
 	Decay bool
@@ -115,7 +126,7 @@ type TensorName struct {
 
 // archs lists every GGUF architecture package gguf reads and writes.
 func archs() []Arch {
-	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch(), qwen35Arch(), qwen35moeArch(), gemma2Arch(), gemma3Arch(), gemma4Arch()}
+	return []Arch{llamaArch(), qwen2Arch(), qwen3Arch(), qwen3MoEArch(), phi3Arch(), qwen35Arch(), qwen35moeArch(), gemma2Arch(), gemma3Arch(), gemma4Arch(), gptOssArch()}
 }
 
 // archNames returns the general.architecture values of archs.
@@ -279,7 +290,7 @@ func newTensorTable(a Arch, s *arch.Spec) (*tensorTable, error) {
 		}
 	}
 	var missing []string
-	for _, ts := range s.DenseWeights() {
+	for _, ts := range denseWeights(a, s) {
 		if _, ok := t.byHF[ts.Name]; !ok {
 			missing = append(missing, ts.Name)
 		}
@@ -288,6 +299,25 @@ func newTensorTable(a Arch, s *arch.Spec) (*tensorTable, error) {
 		return nil, fmt.Errorf("%w: GGUF architecture %q maps no tensor for %s", ErrUnsupported, a.Name, strings.Join(missing, ", "))
 	}
 	return t, nil
+}
+
+// denseWeights is s.DenseWeights with the tensors of a.Parts replaced by
+// their parts.
+func denseWeights(a Arch, s *arch.Spec) []arch.TensorShape {
+	all := s.DenseWeights()
+	if a.Parts == nil {
+		return all
+	}
+	parts := a.Parts(s)
+	var out []arch.TensorShape
+	for _, ts := range all {
+		if p, ok := parts[ts.Name]; ok {
+			out = append(out, p...)
+			continue
+		}
+		out = append(out, ts)
+	}
+	return out
 }
 
 // slidingWindowRefusal refuses a model with a sliding attention window

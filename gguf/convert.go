@@ -119,7 +119,7 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	kvs = append(kvs, archKVs...)
 	kvs = append(kvs, KV{"general.file_type", Uint32Value(fileType)}, KV{"general.quantization_version", Uint32Value(2)})
 	var ropeFreqs []byte
-	if rs := cfg.RopeScaling; rs != nil && rs.Type != "default" {
+	if rs := cfg.RopeScaling; rs != nil && rs.Type != "default" && !decl.owns("rope.scaling.type") {
 		switch rs.Type {
 		case "linear":
 			kvs = append(kvs, KV{a + ".rope.scaling.type", StringValue("linear")}, KV{a + ".rope.scaling.factor", Float32Value(float32(rs.Factor))})
@@ -165,7 +165,22 @@ func Convert(m *checkpoint.Model, o ConvertOptions) ([]KV, []WriteTensor, error)
 	// read returns a Hugging Face tensor's values (the architecture's
 	// ToGGUF applied).
 	fused := fusedExpertSource(m, spec, used)
+	var partName string // the fused tensor of the last part read, its values
+	var partVals []float64
+	var partShape []int
 	read := func(tn TensorName) ([]float64, []int, error) {
+		if tn.Fused != "" {
+			if tn.Fused != partName {
+				v, sh, err := m.ReadFloat64(tn.Fused)
+				if err != nil {
+					return nil, nil, err
+				}
+				partName, partVals, partShape = tn.Fused, v, sh
+				used[tn.Fused] = true
+			}
+			v, sh := tn.Part(partVals, partShape)
+			return v, sh, nil
+		}
 		vals, shape, err := fused(tn)
 		if err != nil {
 			return nil, nil, err

@@ -33,6 +33,9 @@ func (m *Model) Inspect() (*quant.Report, error) {
 			formats[mi.Format] = true
 			r.Modules = append(r.Modules, mi)
 		}
+		if err := m.inspectGptOss(r, formats, i); err != nil {
+			return nil, err
+		}
 	}
 	head, module := arch.LMHeadName, "lm_head"
 	if m.Spec.TiedHead {
@@ -94,6 +97,13 @@ func (m *Model) TypeBreakdown() (layers, all []TypeShare) {
 			g, _ := m.GGUFName(al.Module + ".weight")
 			lin[g] = true
 		}
+		if m.Spec.GptOss != nil {
+			gu, _, dn, _ := m.Spec.GptOssExperts(i)
+			for _, hf := range []string{gu + ".gate[0].weight", gu + ".up[0].weight", dn + "[0].weight"} {
+				g, _ := m.GGUFName(hf)
+				lin[g] = true
+			}
+		}
 	}
 	acc := func(dst map[Type]*TypeShare, ti TensorInfo) {
 		s := dst[ti.Type]
@@ -121,4 +131,48 @@ func (m *Model) TypeBreakdown() (layers, all []TypeShare) {
 		return out
 	}
 	return flat(lm), flat(am)
+}
+
+// inspectGptOss adds gpt-oss's fused experts of layer i to r as the
+// safetensors report lists them (quant: one module per fused tensor,
+// gate_up_proj [E·2·I, hidden], down_proj [E·hidden, I]), their bytes
+// those of the GGUF slices (ffn_gate_exps and ffn_up_exps, ffn_down_exps).
+func (m *Model) inspectGptOss(r *quant.Report, formats map[string]bool, i int) error {
+	s := m.Spec
+	if s.GptOss == nil {
+		return nil
+	}
+	E, I, C := s.MoE.Experts, s.MoE.Intermediate, s.Hidden
+	gu, _, dn, _ := s.GptOssExperts(i)
+	gl, dl, err := m.GptOssExperts(gu, dn, E, C, I)
+	if err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		module  string
+		ls      []quant.Linear
+		out, in int
+	}{{dn, dl, E * C, I}, {gu, gl, E * 2 * I, C}} {
+		mi := quant.ModuleInfo{Module: x.module, Layer: i, Out: x.out, In: x.in}
+		fs := map[string]bool{}
+		for _, l := range x.ls {
+			mi.Bytes += l.StoredBytes()
+			fs[l.Format()] = true
+			if il, ok := l.(*interleaved); ok {
+				fs[il.up.Format()] = true
+			}
+		}
+		var names []string
+		for f := range fs {
+			names = append(names, f)
+			formats[f] = true
+		}
+		sort.Strings(names)
+		mi.Format = strings.Join(names, "+")
+		mi.BPW = float64(mi.Bytes) * 8 / float64(x.out*x.in)
+		r.LayerBytes += mi.Bytes
+		r.LayerWeights += int64(x.out) * int64(x.in)
+		r.Modules = append(r.Modules, mi)
+	}
+	return nil
 }

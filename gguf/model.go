@@ -306,7 +306,7 @@ func (m *Model) resolve() error {
 		return err
 	}
 	cfg["rope_theta"] = theta
-	if !decl.OwnRopeFreqs {
+	if !decl.OwnRopeFreqs && !decl.owns("rope.scaling.type") {
 		if rs, err := m.ropeScaling(a); err != nil {
 			return err
 		} else if rs != nil {
@@ -462,7 +462,7 @@ func (m *Model) checkTensors() error {
 	if _, ok := m.tensors[ropeFreqsName]; ok {
 		used[ropeFreqsName] = true // read by ropeFreqs
 	}
-	for _, ts := range m.Spec.DenseWeights() {
+	for _, ts := range denseWeights(m.decl, m.Spec) {
 		tn := m.table.byHF[ts.Name] // newTensorTable checked it is there
 		g := tn.GGUF
 		ti, ok := m.tensors[g]

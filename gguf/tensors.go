@@ -187,6 +187,9 @@ func (m *Model) decodeRange(ti TensorInfo, f *File, e0, n int64, dst []float64) 
 // Float64 decodes a whole tensor by its Hugging Face name, returning its
 // values (row-major) and its Hugging Face shape (ne reversed).
 func (m *Model) Float64(hf string) ([]float64, []int, error) {
+	if v, shape, ok, err := m.gptOssBias(hf); ok {
+		return v, shape, err
+	}
 	ti, f, err := m.lookupHF(hf)
 	if err != nil {
 		return nil, nil, err

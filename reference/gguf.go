@@ -47,5 +47,10 @@ func (s ggufSource) Float64(name string) ([]float64, []int, error) {
 func (s ggufSource) Rows(name string) (rowReader, error) { return s.m.Rows(name) }
 func (s ggufSource) Where(name string) string            { return s.m.Where(name) }
 
+// GptOssExperts: gpt-oss's experts from their split GGUF tensors.
+func (s ggufSource) GptOssExperts(gateUp, down string, experts, hidden, inter int) ([]quant.Linear, []quant.Linear, error) {
+	return s.m.GptOssExperts(gateUp, down, experts, hidden, inter)
+}
+
 // DecayRate: qwen35 files store A = exp(A_log) (as −A), used exactly.
 func (s ggufSource) DecayRate(name string) ([]float64, bool, error) { return s.m.DecayRate(name) }

@@ -125,3 +125,11 @@ func ggufFloatDType(t gguf.Type) (device.DType, bool) {
 	}
 	return 0, false
 }
+
+// gptOssExperts refuses gpt-oss GGUF files: their experts are split into
+// ffn_gate_exps / ffn_up_exps (gguf/arch_gptoss.go), re-interleaved on
+// the host by gguf.Model.GptOssExperts, which has no ggml kernel path
+// here yet; the reference backend reads them.
+func (s ggufSource) gptOssExperts(string, string, int, int, int) ([]quant.Linear, []quant.Linear, error) {
+	return nil, nil, fmt.Errorf("%w: %s: gpt-oss GGUF files are read by the reference backend only (no cuda kernel path for the split experts yet)", gguf.ErrUnsupported, s.m.Path)
+}

@@ -368,3 +368,20 @@ func TestQwen35GGUFOnEmu(t *testing.T) {
 		})
 	}
 }
+
+// TestGGUFGptOssRefused: the cuda backend refuses a gpt-oss GGUF file
+// (its split experts have no kernel path yet) with gguf.ErrUnsupported
+// naming the file, which qppl exits 2 on; the reference backend reads it
+// (gguf/gptoss_test.go).
+func TestGGUFGptOssRefused(t *testing.T) {
+	_, path := ggufFixture(t, "gpt_oss", func(o *fixtures.Options) { o.Config = nil }) // its own window and YaRN
+	m := openGGUF(t, path)
+	b, err := cuda.NewGGUF(m, emuDevices(t, 1, 1<<30), cuda.Options{Name: "emu", MaxTokens: 64})
+	if err == nil {
+		b.Close()
+		t.Fatal("opened")
+	}
+	if !errors.Is(err, gguf.ErrUnsupported) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "gpt-oss") {
+		t.Fatalf("error %v: want ErrUnsupported naming %s and gpt-oss", err, path)
+	}
+}

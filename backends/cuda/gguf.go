@@ -42,10 +42,20 @@ func (s ggufSource) float64s(name string) ([]float64, []int, error) { return s.m
 
 // shape is the Hugging Face shape (gguf.Model.Shape: qwen35's conv1d
 // [C, 1, K] although stored as ne [K, C]); the tensor is marked read
-// (gguf.Usage), as the loader expects.
+// (gguf.Usage), as the loader expects. gpt-oss's gate_up_proj_bias is
+// no stored tensor (llama.cpp splits it into ffn_gate_exps.bias and
+// ffn_up_exps.bias): its shape is that of the value gguf.Model.Float64
+// assembles from the halves (marking both read).
 func (s ggufSource) shape(name string) ([]int, bool) {
 	if _, _, err := s.m.Raw(name); err != nil {
-		return nil, false
+		if s.m.Spec == nil || s.m.Spec.GptOss == nil {
+			return nil, false
+		}
+		_, shape, err := s.m.Float64(name)
+		if err != nil {
+			return nil, false
+		}
+		return shape, true
 	}
 	return s.m.Shape(name)
 }
@@ -126,10 +136,29 @@ func ggufFloatDType(t gguf.Type) (device.DType, bool) {
 	return 0, false
 }
 
-// gptOssExperts refuses gpt-oss GGUF files: their experts are split into
-// ffn_gate_exps / ffn_up_exps (gguf/arch_gptoss.go), re-interleaved on
-// the host by gguf.Model.GptOssExperts, which has no ggml kernel path
-// here yet; the reference backend reads them.
-func (s ggufSource) gptOssExperts(string, string, int, int, int) ([]quant.Linear, []quant.Linear, error) {
-	return nil, nil, fmt.Errorf("%w: %s: gpt-oss GGUF files are read by the reference backend only (no cuda kernel path for the split experts yet)", gguf.ErrUnsupported, s.m.Path)
+// gptOssExperts reads gpt-oss's experts from a GGUF file: llama.cpp's
+// converter splits each expert's gate_up_proj [2·I, C] (gate and up rows
+// interleaved, GptOssExperts) into ffn_gate_exps and ffn_up_exps
+// (gguf/arch_gptoss.go), which gguf.Model.GptOssExperts interleaves again
+// on the host. Moving rows between two packed tensors has no dq_ggml
+// path, so each expert's gate_up is decoded on the host (exact: ggml
+// decodes to fp32) and uploaded as a dense F32 weight, as qwen35's
+// column-reordered weights are (prepareGGUF); the GEMM dtype rounds it as
+// dq_ggml's fp32 values would be. down_proj [C, I] is one stored expert
+// slice, uploaded as stored (prepareGGUF: dq_ggml or dense). The biases,
+// sinks and router bias are read by name (gguf.Model.Float64).
+func (s ggufSource) gptOssExperts(gateUp, down string, experts, hidden, inter int) ([]quant.Linear, []quant.Linear, error) {
+	gu, dn, err := s.m.GptOssExperts(gateUp, down, experts, hidden, inter)
+	if err != nil {
+		return nil, nil, err
+	}
+	for e, l := range gu {
+		out, in := l.Shape()
+		w := make([]float64, out*in)
+		if err := l.Dequantize(w); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", s.m.Path, err)
+		}
+		gu[e] = &quant.Dense{Base: quant.Base{Name: l.Module(), Out: out, In: in, Fmt: l.Format()}, DType: "F32", Raw: f64ToF32Bytes(w)}
+	}
+	return gu, dn, nil
 }

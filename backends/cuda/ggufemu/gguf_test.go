@@ -369,19 +369,50 @@ func TestQwen35GGUFOnEmu(t *testing.T) {
 	}
 }
 
-// TestGGUFGptOssRefused: the cuda backend refuses a gpt-oss GGUF file
-// (its split experts have no kernel path yet) with gguf.ErrUnsupported
-// naming the file, which qppl exits 2 on; the reference backend reads it
-// (gguf/gptoss_test.go).
-func TestGGUFGptOssRefused(t *testing.T) {
-	_, path := ggufFixture(t, "gpt_oss", func(o *fixtures.Options) { o.Config = nil }) // its own window and YaRN
-	m := openGGUF(t, path)
-	b, err := cuda.NewGGUF(m, emuDevices(t, 1, 1<<30), cuda.Options{Name: "emu", MaxTokens: 64})
-	if err == nil {
-		b.Close()
-		t.Fatal("opened")
+// TestGGUFGptOssOnEmu: the F32 GGUF conversion of a random gpt_oss
+// fixture (its own sliding window and YaRN; sinks, router bias, experts
+// split by llama.cpp's converter into ffn_gate_exps / ffn_up_exps with
+// their biases) gives on the emulator the NLL of the safetensors model bit
+// for bit in fp32 and bf16 — which it could not if gate and up were
+// re-interleaved wrong (e.g. swapped halves), or a bias, sink or the
+// router bias were misread — and is within the weight-only tolerance of
+// the float64 reference on the same file (max |ΔNLL| 1e-4, mean 2e-5).
+func TestGGUFGptOssOnEmu(t *testing.T) {
+	dir, path := ggufFixture(t, "gpt_oss", func(o *fixtures.Options) {
+		o.Config = nil // its own window and YaRN
+		o.Init = fixtures.InitRandom
+	})
+	ck, g := openModel(t, dir), openGGUF(t, path)
+	toks := testTokens(60, g.Config.VocabSize, 13)
+	var got32 []float64
+	for _, prec := range []string{"fp32", "bf16"} {
+		want, err := cuda.New(ck, emuDevices(t, 1, 1<<30), cuda.Options{Name: "emu", Precision: prec, MaxTokens: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := scoreNLL(t, want, toks)
+		want.Close()
+		got := scoreNLL(t, emuGGUF(t, g, prec), toks)
+		if i := sameBits(got, w); i >= 0 {
+			t.Errorf("%s: GGUF NLL[%d] = %v, safetensors %v", prec, i, got[i], w[i])
+		}
+		if prec == "fp32" {
+			got32 = got
+		}
 	}
-	if !errors.Is(err, gguf.ErrUnsupported) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "gpt-oss") {
-		t.Fatalf("error %v: want ErrUnsupported naming %s and gpt-oss", err, path)
+	rb, err := reference.NewGGUF(g, reference.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := scoreNLL(t, rb, toks)
+	var maxd, sum float64
+	for i := range ref {
+		d := math.Abs(got32[i] - ref[i])
+		maxd, sum = max(maxd, d), sum+d
+	}
+	mean := sum / float64(len(ref))
+	t.Logf("gpt_oss fp32: emu GGUF vs reference GGUF max |ΔNLL| %.3g mean %.3g", maxd, mean)
+	if !(maxd <= 1e-4) || !(mean <= 2e-5) {
+		t.Fatalf("emu vs reference on the GGUF: max %g mean %g", maxd, mean)
 	}
 }

@@ -151,3 +151,47 @@ func TestLlamaCppQwen35OnEmu(t *testing.T) {
 		}
 	}
 }
+
+// TestLlamaCppGptOssOnEmu: llama_model_quantize's Q8_0 and MXFP4_MOE files
+// of the random gpt_oss fixture (its own sliding window and YaRN; Q8_0 or
+// MXFP4 split gate/up experts, re-interleaved and decoded on the host;
+// Q8_0 down experts and attention read packed by dq_ggml): `qppl verify`'s
+// comparison (verify.Run) of the emulator with the float64 reference
+// passes in fp32 with verify's default tolerances, and max |ΔNLL| is
+// within the weight-only bound (1e-4).
+func TestLlamaCppGptOssOnEmu(t *testing.T) {
+	h := llamaHelper(t)
+	_, f32 := ggufFixture(t, "gpt_oss", func(o *fixtures.Options) {
+		o.Config = nil // its own window and YaRN
+		o.Init = fixtures.InitRandom
+	})
+	for _, ft := range []llamacpp.FileType{{Name: "Q8_0", FType: 7}, {Name: "MXFP4_MOE", FType: 38}} {
+		t.Run(ft.Name, func(t *testing.T) {
+			q := filepath.Join(t.TempDir(), ft.Name+".gguf")
+			if err := h.Quantize(f32, q, ft.FType); err != nil {
+				if errors.Is(err, llamacpp.ErrRefused) {
+					t.Skipf("llama.cpp does not produce %s here: %v", ft.Name, err)
+				}
+				t.Fatal(err)
+			}
+			m := openGGUF(t, q)
+			ws := []backends.Window{{Index: 0, Tokens: testTokens(64, m.Config.VocabSize, 5), First: 16}}
+			ref, err := reference.NewGGUF(m, reference.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			rep, err := verify.Run(context.Background(), ref, emuGGUF(t, m, "fp32"), ws, verify.Options{Tolerances: verify.DefaultTolerances("fp32", false), Layers: m.Spec.Layers, ProbeWindows: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s fp32: max |ΔNLL| %.3g, mean %.3g, mean KL %.3g, PPL %.6g vs %.6g, top-1 %.3f", ft.Name, rep.MaxAbsNLLDiff, rep.MeanAbsNLLDiff, rep.MeanKL, rep.PPL[0], rep.PPL[1], rep.Top1Agreement)
+			if !rep.Pass {
+				t.Errorf("verify fails: %v", rep.Failures)
+			}
+			if !(rep.MaxAbsNLLDiff <= 1e-4) {
+				t.Errorf("max |ΔNLL| %.3g > 1e-4", rep.MaxAbsNLLDiff)
+			}
+		})
+	}
+}

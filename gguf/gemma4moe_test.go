@@ -11,6 +11,7 @@ import (
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/internal/ggufgen"
 	"github.com/qppl/qppl/internal/llamacpp"
 )
 
@@ -267,41 +268,6 @@ func TestLlamaCppGemma4MoEQuantized(t *testing.T) {
 	}
 }
 
-// fuseGateUpExps rewrites every layer's ffn_gate_exps and ffn_up_exps
-// (ne [in, out, E]) into one ffn_gate_up_exps (ne [in, 2·out, E]) whose
-// expert e slice is its gate rows then its up rows, as llama.cpp's
-// build_moe_ffn reads it (gate: the view at offset 0); swap puts up first.
-func fuseGateUpExps(ts []gguf.WriteTensor, swap bool) []gguf.WriteTensor {
-	byName := map[string]gguf.WriteTensor{}
-	for _, x := range ts {
-		byName[x.Name] = x
-	}
-	var out []gguf.WriteTensor
-	for _, x := range ts {
-		blk, ok := strings.CutSuffix(x.Name, ".ffn_gate_exps.weight")
-		if strings.HasSuffix(x.Name, ".ffn_up_exps.weight") {
-			continue
-		}
-		if !ok {
-			out = append(out, x)
-			continue
-		}
-		g, u := x, byName[blk+".ffn_up_exps.weight"]
-		if swap {
-			g, u = u, g
-		}
-		E := int(x.Dims[2])
-		n := len(x.Data) / E
-		var data []byte
-		for e := range E {
-			data = append(data, g.Data[e*n:(e+1)*n]...)
-			data = append(data, u.Data[e*n:(e+1)*n]...)
-		}
-		out = append(out, gguf.WriteTensor{Name: blk + ".ffn_gate_up_exps.weight", Dims: []int64{x.Dims[0], 2 * x.Dims[1], x.Dims[2]}, Type: x.Type, Data: data})
-	}
-	return out
-}
-
 // TestGemma4MoEFusedGateUp: the Gemma 4 MoE file with its experts' gate
 // and up fused into ffn_gate_up_exps (gemma4.cpp load_arch_tensors
 // accepts it beside the split form) gives the split file's reference NLL
@@ -314,7 +280,7 @@ func TestGemma4MoEFusedGateUp(t *testing.T) {
 	ws := testWindows(512)
 	want := ggufNLL(t, path, gguf.Options{}, ws)
 	fused := rewrite(t, path, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
-		return k, fuseGateUpExps(ts, false)
+		return k, ggufgen.FuseGateUpExps(ts, false)
 	})
 	f := openRaw(t, fused)
 	if _, err := f.ReadRaw("blk.2.ffn_gate_up_exps.weight"); err != nil {
@@ -328,7 +294,7 @@ func TestGemma4MoEFusedGateUp(t *testing.T) {
 		t.Fatalf("fused file: %d of %d NLLs bit-identical to the split file's (max |Δ| %g)", n, len(want), maxAbsDiff(got, want))
 	}
 	swapped := rewrite(t, path, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
-		return k, fuseGateUpExps(ts, true)
+		return k, ggufgen.FuseGateUpExps(ts, true)
 	})
 	d := maxAbsDiff(ggufNLL(t, swapped, gguf.Options{}, ws), want)
 	t.Logf("fused gate/up halves swapped: max |ΔNLL| %.3g", d)

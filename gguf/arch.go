@@ -72,6 +72,10 @@ type Arch struct {
 	// experts). The reader checks and reads the parts; the converter
 	// writes them.
 	Parts func(s *arch.Spec) map[string][]arch.TensorShape
+	// FusedGateUp: a layer's experts may store gate and up fused as
+	// blk.N.ffn_gate_up_exps.weight instead of ffn_gate_exps and
+	// ffn_up_exps (TensorName.GateUp); the reader accepts either.
+	FusedGateUp bool
 	// F32Only, when set, says why the converter writes only F32 files of
 	// this architecture (qppl does not reproduce llama.cpp's type mix for
 	// it).
@@ -119,6 +123,13 @@ type TensorName struct {
 	// shape (the converter; the reader reassembles the parts itself).
 	Fused string
 	Part  func(fused []float64, shape []int) ([]float64, []int)
+	// GateUp: 1 or 2 for an expert's gate or up weight read from the
+	// fused blk.N.ffn_gate_up_exps.weight (ggml ne [in, 2·out, experts]):
+	// expert e's slice holds its gate rows, then its up rows (llama.cpp
+	// llama-graph.cpp build_moe_ffn: gate is the view at offset 0 of the
+	// gate_up product, up the view at n_ff). Set by Model.fuseGateUp when
+	// the file holds the fused tensor (Arch.FusedGateUp).
+	GateUp int
 	// Decay: the tensor is A_log, stored as −exp(A_log) (qwen35's ssm_a);
 	// Model.DecayRate gives exp(A_log) exactly as stored.
 	Decay bool

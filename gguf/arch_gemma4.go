@@ -45,7 +45,10 @@ import (
 // Gemma4ForConditionalGeneration checkpoint (which it reads under
 // model.language_model.; a gemma4_text checkpoint holds the same tensors
 // under model.). The mixture of experts (enable_moe_block): see
-// gemma4MoE and gemma4Layer. Refused: fused ffn_gate_up_exps, a router on
+// gemma4MoE and gemma4Layer; a layer's gate and up experts are read
+// split (ffn_gate_exps, ffn_up_exps, which the converter writes) or fused
+// (ffn_gate_up_exps, gate rows first: TensorName.GateUp), as
+// gemma4.cpp's load_arch_tensors accepts both. Refused: a router on
 // some layers only, a file whose last layer slides (transformers forces it
 // to full attention), rope_freqs other than 1.0… then 1e30…, any
 // rope.scaling key, a PLE vocabulary other than the main one.
@@ -58,6 +61,7 @@ func gemma4Arch() Arch {
 		OwnKeys: []string{"feed_forward_length", "attention.head_count_kv", "attention.key_length", "attention.value_length",
 			"rope.dimension_count", "rope.freq_base"},
 		OwnRopeFreqs: true,
+		FusedGateUp:  true,
 		Config:       gemma4Config,
 		Convert:      gemma4Convert,
 		Tensors:      gemma4Tensors,
@@ -324,9 +328,6 @@ func (m *Model) gemma4MoE(cfg map[string]any) error {
 		return err
 	}
 	for i := 0; i < L; i++ {
-		if n := fmt.Sprintf("blk.%d.ffn_gate_up_exps.weight", i); m.has(n) {
-			return fmt.Errorf("%w: %s: tensor %q: fused gate/up experts are not read yet (qppl reads and writes ffn_gate_exps and ffn_up_exps, which llama.cpp's gemma4 loader also accepts)", ErrUnsupported, path, n)
-		}
 		n := fmt.Sprintf("blk.%d.ffn_gate_inp.weight", i)
 		if m.has(n) != (e > 0) {
 			if e == 0 {

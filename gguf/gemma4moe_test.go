@@ -3,6 +3,7 @@ package gguf_test
 import (
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/qppl/qppl/checkpoint"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/internal/ggufgen"
 	"github.com/qppl/qppl/internal/llamacpp"
 )
 
@@ -131,14 +133,14 @@ func TestGemma4MoEHostile(t *testing.T) {
 		{"scaled routing weights", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 			return setKV(k, "gemma4.expert_weights_scale", gguf.Float32Value(2)), ts
 		}, "gemma4.expert_weights_scale", true},
-		{"fused gate/up experts", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		{"fused gate/up experts of the wrong width", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 			for i := range ts {
 				if ts[i].Name == "blk.0.ffn_gate_exps.weight" {
 					ts[i].Name = "blk.0.ffn_gate_up_exps.weight"
 				}
 			}
-			return k, ts
-		}, "blk.0.ffn_gate_up_exps.weight", true},
+			return dropT("blk.0.ffn_up_exps.weight")(k, ts)
+		}, "blk.0.ffn_gate_up_exps.weight", false},
 		{"top-k above experts", func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 			return setKV(k, "gemma4.expert_used_count", gguf.Uint32Value(9)), ts
 		}, "gemma4.expert_used_count", false},
@@ -264,4 +266,86 @@ func TestLlamaCppGemma4MoEQuantized(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGemma4MoEFusedGateUp: the Gemma 4 MoE file with its experts' gate
+// and up fused into ffn_gate_up_exps (gemma4.cpp load_arch_tensors
+// accepts it beside the split form) gives the split file's reference NLL
+// bit for bit, and llama.cpp (when available) loads the fused file and
+// agrees as with the split one. Mutations: the halves swapped (up first)
+// move the NLL; a fused tensor with wrong ne is refused naming it.
+func TestGemma4MoEFusedGateUp(t *testing.T) {
+	dir := gemma4MoEFixture(t, nil)
+	path := convert(t, dir, gguf.F32)
+	ws := testWindows(512)
+	want := ggufNLL(t, path, gguf.Options{}, ws)
+	fused := rewrite(t, path, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		return k, ggufgen.FuseGateUpExps(ts, false)
+	})
+	f := openRaw(t, fused)
+	if _, err := f.ReadRaw("blk.2.ffn_gate_up_exps.weight"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadRaw("blk.2.ffn_gate_exps.weight"); err == nil {
+		t.Fatal("the fused file still holds ffn_gate_exps")
+	}
+	got := ggufNLL(t, fused, gguf.Options{}, ws)
+	if n := sameBitCount(got, want); n != len(want) {
+		t.Fatalf("fused file: %d of %d NLLs bit-identical to the split file's (max |Δ| %g)", n, len(want), maxAbsDiff(got, want))
+	}
+	swapped := rewrite(t, path, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		return k, ggufgen.FuseGateUpExps(ts, true)
+	})
+	d := maxAbsDiff(ggufNLL(t, swapped, gguf.Options{}, ws), want)
+	t.Logf("fused gate/up halves swapped: max |ΔNLL| %.3g", d)
+	if !(d > 1e-6) {
+		t.Fatalf("swapping the gate and up halves changed nothing (%g): the test cannot see it", d)
+	}
+	bad := rewrite(t, fused, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		for i := range ts {
+			if ts[i].Name == "blk.1.ffn_gate_up_exps.weight" {
+				ts[i].Dims = []int64{ts[i].Dims[0], ts[i].Dims[1] / 2, 2 * ts[i].Dims[2]}
+			}
+		}
+		return k, ts
+	})
+	if _, err := gguf.OpenModel(bad, gguf.Options{}); !errors.Is(err, gguf.ErrFormat) || !strings.Contains(err.Error(), "blk.1.ffn_gate_up_exps.weight") || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("fused tensor with wrong ne: error %v, want gguf.ErrFormat naming the file and tensor", err)
+	}
+	if os.Getenv("QPPL_LLAMACPP_LIB") == "" {
+		t.Log("QPPL_LLAMACPP_LIB unset: llama.cpp's agreement not checked")
+		return
+	}
+	h := llamaHelper(t)
+	lw := demoWindows(t, dir, 3, 64)
+	q := flatten(nllsOf(t, fused, gguf.Options{}, lw))
+	lc, err := h.NLL(fused, llamaWindows(lw), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := maxAbsDiff(flatten(lc), q)
+	t.Logf("gemma4 MoE fused F32: qppl PPL %.9g, llama.cpp %.9g, max |ΔNLL| %.3g", ppl(q), ppl(flatten(lc)), dl)
+	if !(dl < 0.02) || !(math.Abs(ppl(flatten(lc))-ppl(q))/ppl(q) < 1e-3) {
+		t.Fatalf("llama.cpp's NLL on the fused file differs from qppl's by up to %g", dl)
+	}
+	lb, err := h.NLL(swapped, llamaWindows(lw), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db := maxAbsDiff(flatten(lb), q); !(db > 10*dl) {
+		t.Fatalf("llama.cpp on the swapped fused file moves only %g (right file %g)", db, dl)
+	} else {
+		t.Logf("llama.cpp on the swapped fused file: max |ΔNLL| %.3g", db)
+	}
+}
+
+// sameBitCount counts equal float64 bits.
+func sameBitCount(a, b []float64) int {
+	n := 0
+	for i := range min(len(a), len(b)) {
+		if math.Float64bits(a[i]) == math.Float64bits(b[i]) {
+			n++
+		}
+	}
+	return n
 }

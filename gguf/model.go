@@ -411,6 +411,9 @@ func (m *Model) resolveRest(decl Arch, a string, cfg map[string]any, hidden int6
 	if m.table, err = newTensorTable(decl, m.Spec); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if decl.FusedGateUp {
+		m.fuseGateUp()
+	}
 	if err := m.checkResiduals(); err != nil {
 		return err
 	}
@@ -454,6 +457,35 @@ func (m *Model) ropeScaling(a string) (map[string]any, error) {
 	return nil, fmt.Errorf("%w: %s: metadata %q = %q (supported: none, linear)", ErrUnsupported, path, a+".rope.scaling.type", typ)
 }
 
+// fuseGateUp points the experts' gate and up weights of every layer whose
+// file holds blk.N.ffn_gate_up_exps.weight (and not ffn_gate_exps nor
+// ffn_up_exps) at the fused tensor's halves (TensorName.GateUp); a file
+// holding both forms keeps the split one and the usage check names the
+// fused tensor as unused.
+func (m *Model) fuseGateUp() {
+	for hf, tn := range m.table.byHF {
+		if tn.Expert < 0 {
+			continue
+		}
+		blk, name, ok := strings.Cut(tn.GGUF, ".ffn_")
+		if !ok || name != "gate_exps.weight" && name != "up_exps.weight" {
+			continue
+		}
+		fused := blk + ".ffn_gate_up_exps.weight"
+		if !m.has(fused) || m.has(blk+".ffn_gate_exps.weight") || m.has(blk+".ffn_up_exps.weight") {
+			continue
+		}
+		tn.GGUF, tn.GateUp = fused, 1
+		if name == "up_exps.weight" {
+			tn.GateUp = 2
+		}
+		m.table.byHF[hf] = tn
+	}
+	for i, tn := range m.table.order {
+		m.table.order[i] = m.table.byHF[tn.HF]
+	}
+}
+
 // checkTensors checks every tensor the architecture reads (shape in the
 // Hugging Face sense, ggml ne reversed) and that no other tensor is in the
 // file.
@@ -472,7 +504,11 @@ func (m *Model) checkTensors() error {
 		want := ts.Shape
 		if tn.Expert >= 0 {
 			// expert e is slice e of the stacked [experts, out, in]
+			// (fused gate/up: [experts, 2·out, in])
 			want = append([]int{m.Spec.MoE.Experts}, ts.Shape...)
+			if tn.GateUp != 0 && len(want) == 3 {
+				want[1] *= 2
+			}
 			if tn.Expert >= m.Spec.MoE.Experts {
 				return fmt.Errorf("%w: %s: tensor %q: expert %d of %d", ErrFormat, ti.File, g, tn.Expert, m.Spec.MoE.Experts)
 			}
@@ -484,6 +520,9 @@ func (m *Model) checkTensors() error {
 			what := fmt.Sprintf("the reverse of %s's %v", ts.Name, ts.Shape)
 			if tn.Expert >= 0 {
 				what = fmt.Sprintf("%d experts of %s's %v", m.Spec.MoE.Experts, ts.Name, ts.Shape)
+			}
+			if tn.GateUp != 0 {
+				what = fmt.Sprintf("%d experts of gate and up rows, each %s's %v", m.Spec.MoE.Experts, ts.Name, ts.Shape)
 			}
 			return fmt.Errorf("%w: %s: tensor %q has ne %v, want %v (%s)", ErrFormat, ti.File, g, ti.Dims, reversed(want), what)
 		}

@@ -34,6 +34,9 @@ func (m *Model) peekHF(hf string) (TensorInfo, *File, error) {
 		if ti, err = expertSlice(ti, tn.Expert); err != nil {
 			return TensorInfo{}, nil, err
 		}
+		if tn.GateUp != 0 {
+			ti = gateUpHalf(ti, tn.GateUp)
+		}
 	}
 	if tn.Shape != nil && len(ti.Dims) != len(tn.Shape) {
 		// written without its size-1 dimensions (checkTensors checked
@@ -111,6 +114,19 @@ func expertSlice(ti TensorInfo, e int) (TensorInfo, error) {
 	out.Offset += int64(e) * size
 	out.Size = size
 	return out, nil
+}
+
+// gateUpHalf returns the gate (h = 1) or up (h = 2) rows of an expert's
+// slice of ffn_gate_up_exps (ne [in, 2·out]): the first or second half of
+// its rows, each a contiguous run of whole rows (checkTensors checked the
+// even row count).
+func gateUpHalf(ti TensorInfo, h int) TensorInfo {
+	out := ti
+	out.Name = ti.Name + []string{"", ".gate", ".up"}[h]
+	out.Dims = []int64{ti.Dims[0], ti.Dims[1] / 2}
+	out.Size = ti.Size / 2
+	out.Offset += int64(h-1) * out.Size
+	return out
 }
 
 // hfName returns the table entry of a Hugging Face tensor name.

@@ -60,4 +60,31 @@ func TestGemma4MoEGGUFCommands(t *testing.T) {
 			t.Errorf("eval without %s: exit %d, stdout %q, stderr %s", name, code, stdout, stderr)
 		}
 	}
+	// the experts' gate and up fused into ffn_gate_up_exps (as llama.cpp's
+	// gemma4 loader also reads them): the same PPL line; a fused tensor
+	// with the wrong ne exits 2 naming it.
+	fused := filepath.Join(dir, "fused.gguf")
+	if err := ggufgen.Edit(g, fused, func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		return kvs, ggufgen.FuseGateUpExps(ts, false)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, fz, stderr := runQPPL(t, "eval", "--model", fused, "--tokens", tokens, "--ctx", "48", "--stride", "24"); code != 0 || pplLine(fz) != pplLine(st) {
+		t.Errorf("eval fused GGUF: exit %d %q vs safetensors %q: %s", code, pplLine(fz), pplLine(st), stderr)
+	}
+	const name = "blk.2.ffn_gate_up_exps.weight"
+	bad := filepath.Join(dir, "fused-bad.gguf")
+	if err := ggufgen.Edit(fused, bad, func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+		for i := range ts {
+			if ts[i].Name == name {
+				ts[i].Dims = []int64{ts[i].Dims[0], ts[i].Dims[1] / 2, 2 * ts[i].Dims[2]}
+			}
+		}
+		return kvs, ts
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runQPPL(t, "eval", "--model", bad, "--tokens", tokens, "--ctx", "48"); code != 2 || stdout != "" || !strings.Contains(stderr, bad) || !strings.Contains(stderr, name) {
+		t.Errorf("eval with %s of the wrong ne: exit %d, stdout %q, stderr %s", name, code, stdout, stderr)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/gguf/ggml"
@@ -171,4 +172,39 @@ func F32Bytes(v []float32) []byte {
 		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
 	}
 	return b
+}
+
+// FuseGateUpExps rewrites every layer's ffn_gate_exps and ffn_up_exps
+// (ne [in, out, E]) into one ffn_gate_up_exps (ne [in, 2·out, E]) whose
+// expert e slice is its gate rows then its up rows, as llama.cpp's
+// build_moe_ffn reads it (gate: the view at offset 0); swap puts up first.
+func FuseGateUpExps(ts []gguf.WriteTensor, swap bool) []gguf.WriteTensor {
+	byName := map[string]gguf.WriteTensor{}
+	for _, x := range ts {
+		byName[x.Name] = x
+	}
+	var out []gguf.WriteTensor
+	for _, x := range ts {
+		blk, ok := strings.CutSuffix(x.Name, ".ffn_gate_exps.weight")
+		if strings.HasSuffix(x.Name, ".ffn_up_exps.weight") {
+			continue
+		}
+		if !ok {
+			out = append(out, x)
+			continue
+		}
+		g, u := x, byName[blk+".ffn_up_exps.weight"]
+		if swap {
+			g, u = u, g
+		}
+		E := int(x.Dims[2])
+		n := len(x.Data) / E
+		var data []byte
+		for e := range E {
+			data = append(data, g.Data[e*n:(e+1)*n]...)
+			data = append(data, u.Data[e*n:(e+1)*n]...)
+		}
+		out = append(out, gguf.WriteTensor{Name: blk + ".ffn_gate_up_exps.weight", Dims: []int64{x.Dims[0], 2 * x.Dims[1], x.Dims[2]}, Type: x.Type, Data: data})
+	}
+	return out
 }

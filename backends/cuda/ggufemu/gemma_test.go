@@ -3,6 +3,7 @@ package ggufemu_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/qppl/qppl/compare/verify"
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
+	"github.com/qppl/qppl/internal/ggufgen"
 	"github.com/qppl/qppl/reference"
 )
 
@@ -101,5 +103,39 @@ func TestGemmaGGUFOnEmu(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGemma4MoEFusedGateUpOnEmu: the Gemma 4 MoE F32 GGUF rewritten with
+// each layer's gate and up experts fused into ffn_gate_up_exps (gate rows
+// first, ggufgen.FuseGateUpExps) gives on the emulator, fp32, the split
+// file's NLL bit for bit (each expert's gate and up uploaded as their
+// halves of its slice); the halves swapped move it.
+func TestGemma4MoEFusedGateUpOnEmu(t *testing.T) {
+	_, path := gemmaGGUF(t, "gemma4_text/moe")
+	nll := func(p string) []float64 {
+		g := openGGUF(t, p)
+		return scoreNLL(t, emuGGUF(t, g, "fp32"), testTokens(64, g.Config.VocabSize, 5))
+	}
+	fuse := func(swap bool) string {
+		out := filepath.Join(t.TempDir(), "fused.gguf")
+		if err := ggufgen.Edit(path, out, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+			return k, ggufgen.FuseGateUpExps(ts, swap)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := nll(path)
+	if i := sameBits(nll(fuse(false)), want); i >= 0 {
+		t.Fatalf("fused file: NLL[%d] differs from the split file's", i)
+	}
+	d := 0.0
+	for i, x := range nll(fuse(true)) {
+		d = max(d, math.Abs(x-want[i]))
+	}
+	t.Logf("halves swapped: max |ΔNLL| %.3g", d)
+	if !(d > 1e-6) {
+		t.Fatalf("swapping the gate and up halves changed nothing (%g)", d)
 	}
 }

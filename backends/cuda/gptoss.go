@@ -52,10 +52,6 @@ func (b *Backend) gptOssMixture(ds *devState, lw *layerDev, T int, probeRouter f
 	if err := d.CopyOut(buf[:T*E*4], ds.gate); err != nil {
 		return err
 	}
-	type route struct {
-		row int
-		w   float32
-	}
 	routes := make([][]route, E)
 	logit := make([]float64, E)
 	p := make([]float64, k)
@@ -74,25 +70,8 @@ func (b *Backend) gptOssMixture(ds *devState, lw *layerDev, T int, probeRouter f
 			routes[e] = append(routes[e], route{t, float32(p[j] / sum)})
 		}
 	}
-	h := make([]byte, T*C*4)
-	if err := d.CopyOut(h, ds.h); err != nil {
-		return err
-	}
-	acc := make([]float32, T*C)
-	for e, rs := range routes {
-		if len(rs) == 0 {
-			continue
-		}
-		n := len(rs)
-		in := buf[:n*C*4]
-		for i, r := range rs {
-			copy(in[i*C*4:(i+1)*C*4], h[r.row*C*4:(r.row+1)*C*4])
-		}
-		if err := d.CopyIn(ds.moeIn, in); err != nil {
-			return err
-		}
+	return b.runExperts(ds, routes, T, ds.h, ds.proj, buf, func(e, n int) error {
 		x := &lw.experts[e]
-		ds.xaCastOf = 0
 		if err := b.linear(ds, x[arch.ProjGateUp], ds.moeIn, n, ds.gate, lw.guBias+device.Ptr(4*e*2*I)); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
@@ -102,17 +81,6 @@ func (b *Backend) gptOssMixture(ds *devState, lw *layerDev, T int, probeRouter f
 		if err := b.linear(ds, x[arch.ProjDown], ds.up, n, ds.moeOut, lw.dnBias+device.Ptr(4*e*C)); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
-		y := buf[:n*C*4]
-		if err := d.CopyOut(y, ds.moeOut); err != nil {
-			return err
-		}
-		for i, r := range rs {
-			dst := acc[r.row*C : (r.row+1)*C]
-			for c := range dst {
-				dst[c] += r.w * math.Float32frombits(binary.LittleEndian.Uint32(y[4*(i*C+c):]))
-			}
-		}
-	}
-	ds.xaCastOf = 0
-	return d.CopyIn(ds.proj, f32Bytes(acc))
+		return nil
+	})
 }

@@ -65,10 +65,6 @@ func (b *Backend) routeExperts(ds *devState, lw *layerDev, T int, routerIn, expe
 	if err := d.CopyOut(buf[:T*E*4], ds.gate); err != nil {
 		return err
 	}
-	type route struct {
-		row int
-		w   float32
-	}
 	routes := make([][]route, E)
 	p := make([]float64, E)
 	for t := 0; t < T; t++ {
@@ -101,25 +97,8 @@ func (b *Backend) routeExperts(ds *devState, lw *layerDev, T int, routerIn, expe
 			routes[e] = append(routes[e], route{t, float32(w)})
 		}
 	}
-	h := make([]byte, T*C*4)
-	if err := d.CopyOut(h, expertIn); err != nil {
-		return err
-	}
-	acc := make([]float32, T*C)
-	for e, rs := range routes {
-		if len(rs) == 0 {
-			continue
-		}
-		n := len(rs)
-		in := buf[:n*C*4]
-		for i, r := range rs {
-			copy(in[i*C*4:(i+1)*C*4], h[r.row*C*4:(r.row+1)*C*4])
-		}
-		if err := d.CopyIn(ds.moeIn, in); err != nil {
-			return err
-		}
+	return b.runExperts(ds, routes, T, expertIn, out, buf, func(e, n int) error {
 		x := &lw.experts[e]
-		ds.xaCastOf = 0
 		if err := b.linear(ds, x[arch.ProjGate], ds.moeIn, n, ds.gate, 0); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
 		}
@@ -131,6 +110,47 @@ func (b *Backend) routeExperts(ds *devState, lw *layerDev, T int, routerIn, expe
 		}
 		if err := b.linear(ds, x[arch.ProjDown], ds.gate, n, ds.moeOut, 0); err != nil {
 			return fmt.Errorf("expert %d: %w", e, err)
+		}
+		return nil
+	})
+}
+
+// route is one row of the window sent to an expert, with its routing
+// weight.
+type route struct {
+	row int
+	w   float32
+}
+
+// runExperts runs every expert that some row chose: it gathers that
+// expert's rows of in ([T][C] fp32) into ds.moeIn, calls expert(e, n),
+// which leaves the expert's [n][C] output in ds.moeOut, and writes
+// Σ w·output per row into out. buf is host scratch of at least
+// T·C·4 bytes. Every mixture (routeExperts, gptOssMixture) scores its
+// experts through it.
+func (b *Backend) runExperts(ds *devState, routes [][]route, T int, in, out device.Ptr, buf []byte, expert func(e, n int) error) error {
+	d := ds.d
+	C := b.spec.Hidden
+	h := make([]byte, T*C*4)
+	if err := d.CopyOut(h, in); err != nil {
+		return err
+	}
+	acc := make([]float32, T*C)
+	for e, rs := range routes {
+		if len(rs) == 0 {
+			continue
+		}
+		n := len(rs)
+		x := buf[:n*C*4]
+		for i, r := range rs {
+			copy(x[i*C*4:(i+1)*C*4], h[r.row*C*4:(r.row+1)*C*4])
+		}
+		if err := d.CopyIn(ds.moeIn, x); err != nil {
+			return err
+		}
+		ds.xaCastOf = 0
+		if err := expert(e, n); err != nil {
+			return err
 		}
 		y := buf[:n*C*4]
 		if err := d.CopyOut(y, ds.moeOut); err != nil {

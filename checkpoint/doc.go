@@ -13,8 +13,11 @@
 // ≤ the file size) before anything is allocated, every dtype is known with its
 // bit width, every tensor's byte size equals numel·bits/8 exactly, offsets
 // sorted by begin are contiguous from 0 with no hole or overlap, and the file
-// ends exactly at 8+N+last_end. Files are read through io.ReaderAt, one
-// tensor at a time, so a model larger than memory is never read whole.
+// ends exactly at 8+N+last_end. A Model maps its files read-only where the
+// system allows and hands out each tensor's bytes from the mapping (no copy;
+// the kernel pages them in, and out again for a model larger than memory),
+// else reads them through io.ReaderAt, one tensor at a time. Tensor bytes
+// must not be modified: a write into mapped bytes faults.
 //
 // # Failures
 //

@@ -22,7 +22,9 @@ const (
 )
 
 // Model is a checkpoint directory: config.json plus its safetensors shards.
-// The shard files stay open (read through io.ReaderAt) until Close.
+// The shard files stay open until Close, mapped read-only where the system
+// allows (see mapping): the bytes ReadRaw returns must not be modified and
+// are valid until Close.
 type Model struct {
 	Dir    string
 	Config *Config
@@ -168,6 +170,10 @@ func (m *Model) openFile(path string) (*File, error) {
 	f, err := Open(fh, st.Size(), path)
 	if err != nil {
 		return nil, err
+	}
+	if mp, ok := mapFile(fh, st.Size()); ok {
+		f.mapped = mp
+		m.closers = append(m.closers, mp)
 	}
 	m.files = append(m.files, f)
 	return f, nil

@@ -58,6 +58,7 @@ type File struct {
 	tensors  map[string]TensorInfo
 	names    []string // sorted
 	metadata map[string]string
+	mapped   *mapping // nil: tensors are read through r
 }
 
 // Name returns the name given to Open.
@@ -87,6 +88,9 @@ func (f *File) ReadRaw(name string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: tensor %q: %w", f.name, name, ErrNotFound)
 	}
+	if b, ok := f.mapped.tensor(t); ok {
+		return b, nil
+	}
 	return readRaw(f.r, t)
 }
 
@@ -106,6 +110,9 @@ func (f *File) ReadFloat64(name string) ([]float64, []int, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: tensor %q: %w", f.name, name, ErrNotFound)
 	}
+	if b, ok := f.mapped.tensor(t); ok {
+		return decodeFloat64(b, t)
+	}
 	return readFloat64(f.r, t)
 }
 
@@ -122,12 +129,19 @@ func readRaw(r io.ReaderAt, t TensorInfo) ([]byte, error) {
 }
 
 func readFloat64(r io.ReaderAt, t TensorInfo) ([]float64, []int, error) {
-	if !t.DType.Decodable() {
-		return nil, nil, fmt.Errorf("%s: tensor %q: %w: %s has no float64 decoding", t.File, t.Name, ErrUnsupported, t.DType)
+	if !t.DType.Decodable() { // refused before reading
+		return decodeFloat64(nil, t)
 	}
 	raw, err := readRaw(r, t)
 	if err != nil {
 		return nil, nil, err
+	}
+	return decodeFloat64(raw, t)
+}
+
+func decodeFloat64(raw []byte, t TensorInfo) ([]float64, []int, error) {
+	if !t.DType.Decodable() {
+		return nil, nil, fmt.Errorf("%s: tensor %q: %w: %s has no float64 decoding", t.File, t.Name, ErrUnsupported, t.DType)
 	}
 	out := make([]float64, t.Numel())
 	if err := DecodeFloat64(t.DType, raw, out); err != nil {

@@ -39,6 +39,12 @@ type Options struct {
 	// before the first of them (what is being evaluated).
 	Progress       io.Writer
 	ProgressHeader string
+
+	// ModelHash, when set, is waited for once the windows are scored and
+	// gives the result's Identity.ModelHash, so that the model files are
+	// hashed while the model runs. A run directory's journal header holds
+	// the hash before the first window: ModelHash must be nil with RunDir.
+	ModelHash func() (string, error)
 }
 
 // Outcome is what Evaluate returns.
@@ -59,6 +65,9 @@ type Outcome struct {
 func Evaluate(ctx context.Context, be backends.Backend, o Options) (*Outcome, error) {
 	if o.Identity == nil {
 		return nil, fmt.Errorf("eval: no run identity")
+	}
+	if o.ModelHash != nil && o.RunDir != nil {
+		return nil, fmt.Errorf("eval: a run directory needs the model hash before the run")
 	}
 	shard := o.Shard
 	if shard.N == 0 {
@@ -103,6 +112,11 @@ func Evaluate(ctx context.Context, be backends.Backend, o Options) (*Outcome, er
 		return out, nil
 	}
 	desc := *o.Identity
+	if o.ModelHash != nil {
+		if desc.ModelHash, err = o.ModelHash(); err != nil {
+			return nil, err
+		}
+	}
 	if o.Base != nil {
 		desc.KLBaseFormat, desc.KLBaseKey = BaseDescription(o.Base.Header())
 	}

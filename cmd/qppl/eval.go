@@ -207,8 +207,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	// The model files' hash identifies the model in the result, the base
 	// store and the run directory (its path is information only). It is
-	// computed while the backend loads the weights (it reads the same
-	// files, and a load is mostly single-threaded).
+	// computed while the backend loads the weights (a load is mostly
+	// single-threaded), and while the model runs when nothing needs it
+	// before the result.
 	modelHash := hashInBackground(dir)
 	defer modelHash()
 	var save *compare.StoreWriter
@@ -229,9 +230,15 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer be.Close()
-	hash, err := modelHash()
-	if err != nil {
-		return err
+	// Without a run directory or a base store the hash is needed only by
+	// the result: it goes on while the model runs (the result waits).
+	var hash string
+	lateHash := modelHash
+	if o.RunDir != "" || save != nil {
+		if hash, err = modelHash(); err != nil {
+			return err
+		}
+		lateHash = nil
 	}
 	id := o.identity(m, be.Info(), data, klMode, hash, shard, base, stderr)
 	id.KVCacheQuant, id.KVCacheScheme = kvState, kvScheme
@@ -254,7 +261,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	out, err := eval.Evaluate(ctx, be, eval.Options{
 		Windows: data.Windows, Identity: id, Base: base, Save: save, TopK: o.TopK, Top1: o.TokensOut != "" || rd != nil,
-		Shard: shard, RunDir: rd, Progress: stderr, ProgressHeader: progressHeader(data, dir, id),
+		Shard: shard, RunDir: rd, Progress: stderr, ProgressHeader: progressHeader(data, dir, id), ModelHash: lateHash,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/qppl/qppl/backends/cuda/emu"
+	"github.com/qppl/qppl/compare"
 	"github.com/qppl/qppl/fixtures"
 )
 
@@ -145,8 +146,12 @@ func TestIdentityIsHashesNotPaths(t *testing.T) {
 	}
 	plain := filepath.Join(dir, "plain.json")
 	mustRun(t, args(model2, tokens2, "--rows", "6", "--json", plain)...)
+	// plain eval hashes the model while it runs (no run directory):
+	// the result carries the files' hash all the same.
 	if r, _ := readResult(t, plain); r.ModelHash == "" {
 		t.Errorf("plain eval --json has no model_hash")
+	} else if h, err := compare.ModelHash(model2); err != nil || r.ModelHash != h {
+		t.Errorf("plain eval --json: model_hash %s, the files hash to %s (%v)", r.ModelHash, h, err)
 	}
 
 	// Resume under other paths, with another bootstrap and more rows.

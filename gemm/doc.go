@@ -39,8 +39,9 @@
 //
 // A is packed once per call into panels of mr rows (shared by all
 // goroutines); each goroutine packs kc×nc blocks of B into its own buffer
-// and runs the mr×nr micro-kernel over them, so a B micro-panel stays in L1
-// while the A panels stream from L2. An Engine reuses its buffers across
+// and runs the mr×nr micro-kernel over them while the A panels stream from
+// L2. The depth k is cut into equal blocks of at most 768 (no short last
+// block: each block reloads and stores the C tiles). An Engine reuses its buffers across
 // calls and is not safe for concurrent use; a Worker is a single-goroutine
 // engine for callers that already run in parallel (attention heads).
 package gemm

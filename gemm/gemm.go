@@ -11,11 +11,17 @@ import (
 // Micro-tile and cache blocking. Results do not depend on any of these
 // (see the package documentation); they only set the speed.
 const (
-	mr      = 6   // rows of A per micro-kernel
-	nr      = 8   // columns of B per micro-kernel
-	kcBlock = 256 // depth of a packed block: an nr×kc B micro-panel is 16 KiB (L1)
-	mcBlock = 96  // rows of A per L2 block (96×256×8 = 192 KiB)
-	ncBlock = 128 // columns of B per packed block (128×256×8 = 256 KiB, L2)
+	mr = 6 // rows of A per micro-kernel
+	nr = 8 // columns of B per micro-kernel
+	// kcMax is the largest depth of a packed block; a product's depth is
+	// cut into equal blocks of at most kcMax (576 → one block of 576,
+	// 1536 → three of 512), never a short last block: each block costs a
+	// load and store of the C tile, and a short one costs as much as a
+	// long one. (On Zen 4, 576 deep ran 8–10 % faster in one block than in
+	// 256+256+64.)
+	kcMax   = 768
+	mcBlock = 96  // rows of A per L2 block (96×kc×8 ≤ 576 KiB)
+	ncBlock = 128 // columns of B per packed block (128×kc×8 ≤ 768 KiB, L2)
 	// serialWork is the product size (m·n·k) below which a call runs on
 	// the calling goroutine.
 	serialWork = 1 << 17
@@ -223,6 +229,7 @@ func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 	}
 	mp := (m + mr - 1) / mr * mr
 	panels := mp / mr
+	kc := depthBlock(k)
 	e.ap = grow(e.ap, mp*k)
 	ap := e.ap
 
@@ -263,10 +270,10 @@ func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 			if p >= panels {
 				break
 			}
-			packAPanel(ap, a, lda, m, mp, k, p)
+			packAPanel(ap, a, lda, m, mp, k, kc, p)
 		}
 		wait()
-		e.bp[w] = grow(e.bp[w], ncBlock*min(k, kcBlock))
+		e.bp[w] = grow(e.bp[w], ncBlock*kc)
 		bp := e.bp[w]
 		for !failed.Load() {
 			t := int(nextT.Add(1)) - 1
@@ -277,7 +284,7 @@ func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 			j0, j1 := jb*nc, min(n, (jb+1)*nc)
 			r0, r1 := ch*chunkPanels, min(panels, (ch+1)*chunkPanels)
 			if rows == nil {
-				e.block(ap, mp, m, k, b, ldb, transB, bp, c, ldc, j0, j1, r0, r1)
+				e.block(ap, mp, m, k, kc, b, ldb, transB, bp, c, ldc, j0, j1, r0, r1)
 				continue
 			}
 			e.bd[w] = grow(e.bd[w], (j1-j0)*k)
@@ -291,7 +298,7 @@ func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 				failed.Store(true)
 				break
 			}
-			e.block(ap, mp, m, k, bd, k, true, bp, c[j0:], ldc, 0, j1-j0, r0, r1)
+			e.block(ap, mp, m, k, kc, bd, k, true, bp, c[j0:], ldc, 0, j1-j0, r0, r1)
 		}
 	}
 	if threads <= 1 {
@@ -316,14 +323,36 @@ func (e *Engine) run(m, n, k int, a []float64, lda int, b []float64, ldb int, tr
 	return firstErr
 }
 
+// depthBlock returns the depth of the packed blocks of a product of depth
+// k: the equal split of k into blocks of at most kcMax.
+func depthBlock(k int) int {
+	blocks := (k + kcMax - 1) / kcMax
+	return (k + blocks - 1) / blocks
+}
+
 // packAPanel packs rows [p·mr, p·mr+mr) of A (zero rows past m) for every
-// k block: block starting at k0 (depth kb) holds panel p at k0·mp + p·mr·kb,
-// element [q][i] at +q·mr+i.
-func packAPanel(ap, a []float64, lda, m, mp, k, p int) {
+// k block of depth kc: block starting at k0 (depth kb) holds panel p at
+// k0·mp + p·mr·kb, element [q][i] at +q·mr+i.
+func packAPanel(ap, a []float64, lda, m, mp, k, kc, p int) {
 	i0 := p * mr
-	for k0 := 0; k0 < k; k0 += kcBlock {
-		kb := min(kcBlock, k-k0)
+	for k0 := 0; k0 < k; k0 += kc {
+		kb := min(kc, k-k0)
 		dst := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
+		if i0+mr <= m { // a whole panel: six rows at once, dst written in order
+			base := i0*lda + k0
+			r0 := a[base : base+kb]
+			r1 := a[base+lda : base+lda+kb]
+			r2 := a[base+2*lda : base+2*lda+kb]
+			r3 := a[base+3*lda : base+3*lda+kb]
+			r4 := a[base+4*lda : base+4*lda+kb]
+			r5 := a[base+5*lda : base+5*lda+kb]
+			for q := range r0 {
+				d := (*[mr]float64)(dst[q*mr : q*mr+mr])
+				d[0], d[1], d[2] = r0[q], r1[q], r2[q]
+				d[3], d[4], d[5] = r3[q], r4[q], r5[q]
+			}
+			continue
+		}
 		for i := 0; i < mr; i++ {
 			if i0+i >= m {
 				for q := 0; q < kb; q++ {
@@ -389,11 +418,11 @@ func packB(bp, b []float64, ldb int, transB bool, j0, j1, k0, kb int) {
 }
 
 // block computes C rows [r0·mr, min(m, r1·mr)) × columns [j0, j1) over the
-// whole depth k, in k blocks of kcBlock.
-func (e *Engine) block(ap []float64, mp, m, k int, b []float64, ldb int, transB bool, bp []float64, c []float64, ldc, j0, j1, r0, r1 int) {
+// whole depth k, in k blocks of depth kc.
+func (e *Engine) block(ap []float64, mp, m, k, kc int, b []float64, ldb int, transB bool, bp []float64, c []float64, ldc, j0, j1, r0, r1 int) {
 	var tmp [mr * nr]float64
-	for k0 := 0; k0 < k; k0 += kcBlock {
-		kb := min(kcBlock, k-k0)
+	for k0 := 0; k0 < k; k0 += kc {
+		kb := min(kc, k-k0)
 		packB(bp, b, ldb, transB, j0, j1, k0, kb)
 		load := k0 > 0
 		for rc := r0; rc < r1; rc += mcBlock / mr {

@@ -27,7 +27,7 @@ func (p Peak) GFLOPs() float64 { return float64(p.Cores*p.FlopsPerCycle) * p.GHz
 // — family 19h — whose two FMA pipes are 256 bits wide and execute a
 // 512-bit FMA in two halves: 16, as AVX2+FMA: 16, arm64 NEON: 8, else 4)
 // at the clock a core reaches running FMAs, measured (amd64: a 256-bit FMA
-// loop timed in thread CPU time, ≈0.1 s; see measuredGHz), else the
+// loop timed in wall time on a locked thread, ≈0.3 s; see measuredGHz), else the
 // maximum clock the kernel reports (cpufreq/cpuinfo_max_freq, else the
 // highest "cpu MHz" of /proc/cpuinfo, which in a virtual machine is often
 // the base clock: a core boosting above it would then exceed "100%").
@@ -45,7 +45,7 @@ func MachinePeak() Peak {
 		p.FlopsPerCycle, p.Features = 8, "NEON: 2×2-lane FMA"
 	}
 	if ghz := measuredGHz(); ghz > 0 {
-		p.GHz, p.ClockSource = ghz, "measured: 256-bit FMA loop, thread CPU time"
+		p.GHz, p.ClockSource = ghz, "measured: 256-bit FMA loop, best wall time of a locked thread"
 		return p
 	}
 	if b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"); err == nil {

@@ -167,12 +167,19 @@ func DecodeFloat64(dt DType, raw []byte, dst []float64) error {
 			dst[i] = float64(le.Uint16(raw[2*i:]))
 		}
 	case F16:
+		raw = raw[:2*len(dst)]
 		for i := range dst {
-			dst[i] = F16ToFloat64(le.Uint16(raw[2*i:]))
+			h := uint32(raw[2*i]) | uint32(raw[2*i+1])<<8
+			if h&0x7c00 == 0x7c00 {
+				dst[i] = f16Special(uint16(h))
+				continue
+			}
+			dst[i] = f16Finite(h)
 		}
 	case BF16:
+		raw = raw[:2*len(dst)]
 		for i := range dst {
-			dst[i] = BF16ToFloat64(le.Uint16(raw[2*i:]))
+			dst[i] = float64(math.Float32frombits(uint32(raw[2*i])<<16 | uint32(raw[2*i+1])<<24))
 		}
 	case I32:
 		for i := range dst {
@@ -232,23 +239,32 @@ func BF16ToFloat64(h uint16) float64 {
 }
 
 // F16ToFloat64 returns the exact value of an IEEE binary16 bit pattern.
+// Exponent and mantissa shifted into a binary32 keep their bits with the
+// exponent 112 too small (a subnormal half lands on a subnormal single with
+// the same mantissa), and a multiplication by 2^112 is exact: one shift and
+// one multiply, no branch but for infinities and NaN.
 func F16ToFloat64(h uint16) float64 {
-	sign := 1.0
+	if h&0x7c00 == 0x7c00 {
+		return f16Special(h)
+	}
+	return f16Finite(uint32(h))
+}
+
+// f16Finite is the value of a finite binary16 pattern h: sign, exponent
+// and mantissa moved to their binary32 places, scaled by 2^112 (exact).
+func f16Finite(h uint32) float64 {
+	return float64(math.Float32frombits((h&0x8000)<<16|(h&0x7fff)<<13)) * 0x1p112
+}
+
+// f16Special is an infinity or NaN pattern's value.
+func f16Special(h uint16) float64 {
+	if h&0x3ff != 0 {
+		return math.NaN()
+	}
 	if h&0x8000 != 0 {
-		sign = -1
+		return math.Inf(-1)
 	}
-	e := int(h>>10) & 0x1f
-	m := float64(h & 0x3ff)
-	switch e {
-	case 0: // zero or subnormal: m·2^-24
-		return sign * math.Ldexp(m, -24)
-	case 0x1f:
-		if m != 0 {
-			return math.NaN()
-		}
-		return math.Inf(int(sign))
-	}
-	return sign * math.Ldexp(1024+m, e-25)
+	return math.Inf(1)
 }
 
 // F8E4M3ToFloat64 returns the exact value of a torch float8_e4m3fn byte:

@@ -3,6 +3,8 @@ package quant
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/qppl/qppl/checkpoint"
 )
 
 // This file holds the exact number formats of formats.md: rounding of a
@@ -104,23 +106,9 @@ func RoundE4M3(x float64) float64 {
 	return r
 }
 
-// DecodeE4M3 returns the value of a float8_e4m3fn byte (NaN for 0x7F/0xFF).
-func DecodeE4M3(b byte) float64 {
-	s, e, m := b>>7, int(b>>3)&15, float64(b&7)
-	var v float64
-	switch {
-	case e == 15 && b&7 == 7:
-		return math.NaN()
-	case e == 0:
-		v = math.Ldexp(m/8, -6)
-	default:
-		v = math.Ldexp(1+m/8, e-7)
-	}
-	if s == 1 {
-		v = -v
-	}
-	return v
-}
+// DecodeE4M3 returns the value of a float8_e4m3fn byte (NaN for 0x7F/0xFF):
+// package checkpoint's decoding of the F8_E4M3 dtype.
+func DecodeE4M3(b byte) float64 { return checkpoint.F8E4M3ToFloat64(b) }
 
 // EncodeE4M3 returns the byte of a value that E4M3 represents exactly
 // (as produced by RoundE4M3). -0 keeps its sign.
@@ -195,28 +183,11 @@ func DecodeE8M0(e byte) float64 {
 // BF16Bits returns the bf16 bit pattern of a value bf16 represents exactly.
 func BF16Bits(v float64) uint16 { return uint16(math.Float32bits(float32(v)) >> 16) }
 
-// BF16Value decodes a bf16 bit pattern.
-func BF16Value(b uint16) float64 { return float64(math.Float32frombits(uint32(b) << 16)) }
+// BF16Value decodes a bf16 bit pattern (package checkpoint's decoding).
+func BF16Value(b uint16) float64 { return checkpoint.BF16ToFloat64(b) }
 
-// F16Value decodes an IEEE half bit pattern.
-func F16Value(b uint16) float64 {
-	s, e, m := b>>15, int(b>>10)&31, float64(b&1023)
-	var v float64
-	switch {
-	case e == 31 && m == 0:
-		v = math.Inf(1)
-	case e == 31:
-		return math.NaN()
-	case e == 0:
-		v = math.Ldexp(m, -24)
-	default:
-		v = math.Ldexp(1+m/1024, e-15)
-	}
-	if s == 1 {
-		v = -v
-	}
-	return v
-}
+// F16Value decodes an IEEE half bit pattern (package checkpoint's decoding).
+func F16Value(b uint16) float64 { return checkpoint.F16ToFloat64(b) }
 
 // F16Bits returns the half bit pattern of a value f16 represents exactly
 // (including ±Inf).
@@ -274,35 +245,11 @@ func decodeFloats(dt string, raw []byte) ([]float64, bool) {
 // exactly len(raw)/size values; false for an unknown dtype or a length
 // mismatch.
 func decodeFloatsInto(dt string, raw []byte, out []float64) bool {
-	sz := dtypeSize(dt)
-	if sz == 0 || len(raw) != sz*len(out) {
-		return false
-	}
 	switch dt {
-	case "F64":
-		for i := range out {
-			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
-		}
-	case "F32":
-		for i := range out {
-			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
-		}
-	case "F16":
-		for i := range out {
-			out[i] = F16Value(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	case "BF16":
-		for i := range out {
-			out[i] = BF16Value(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	case "F8_E4M3":
-		for i := range out {
-			out[i] = DecodeE4M3(raw[i])
-		}
-	default:
-		return false
+	case "F64", "F32", "F16", "BF16", "F8_E4M3":
+		return checkpoint.DecodeFloat64(checkpoint.DType(dt), raw, out) == nil
 	}
-	return true
+	return false
 }
 
 // decodeInts decodes raw little-endian bytes of an integer dtype.

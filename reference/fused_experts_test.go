@@ -146,6 +146,7 @@ func mergeCheckpoints(t *testing.T, a, b string, edit func(string, checkpoint.Te
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer m.Close() // the tensors' bytes are the model's until it is closed
 		for _, name := range m.Names() {
 			if seen[name] {
 				continue
@@ -161,7 +162,6 @@ func mergeCheckpoints(t *testing.T, a, b string, edit func(string, checkpoint.Te
 			}
 			ts = append(ts, checkpoint.WriteTensor{Name: name, DType: ti.DType, Shape: ti.Shape, Data: raw})
 		}
-		m.Close()
 	}
 	copyDir(t, a, out)
 	if err := checkpoint.WriteFile(filepath.Join(out, checkpoint.SafetensorsFile), ts, map[string]string{"format": "pt"}); err != nil {

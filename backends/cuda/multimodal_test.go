@@ -157,6 +157,7 @@ func addTensor(t *testing.T, dir, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer m.Close() // the tensors' bytes are the model's until it is closed
 	var ts []checkpoint.WriteTensor
 	for _, n := range m.Names() {
 		ti, _ := m.Tensor(n)
@@ -166,7 +167,6 @@ func addTensor(t *testing.T, dir, name string) {
 		}
 		ts = append(ts, checkpoint.WriteTensor{Name: n, DType: ti.DType, Shape: ti.Shape, Data: raw})
 	}
-	m.Close()
 	ts = append(ts, checkpoint.WriteTensor{Name: name, DType: checkpoint.F32, Shape: []int{2}, Data: make([]byte, 8)})
 	if err := checkpoint.WriteFile(filepath.Join(dir, checkpoint.SafetensorsFile), ts, nil); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,10 @@ package checkpoint
 // faults (the process stops), so a caller never changes the bytes another
 // reader sees; a caller that needs to modify them copies them first. The
 // slices are valid until the Model is closed (Close makes the addresses
-// inaccessible: see mapFile). Mapping is an optimisation only; without it
+// inaccessible: see mapFile). Section (a large tensor streamed a block at a
+// time: the rows of an embedding) still reads through the file, so a tensor
+// that is only streamed never becomes resident in the process. Mapping is
+// an optimisation only; without it
 // (another system, a file that will not map) tensors are read with ReadAt,
 // with the same bytes.
 type mapping struct {

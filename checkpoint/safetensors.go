@@ -100,9 +100,6 @@ func (f *File) Section(name string) (*io.SectionReader, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: tensor %q: %w", f.name, name, ErrNotFound)
 	}
-	if b, ok := f.mapped.tensor(t); ok { // a copy from memory, no system call
-		return io.NewSectionReader(bytes.NewReader(b), 0, t.Size), nil
-	}
 	return io.NewSectionReader(f.r, t.Offset, t.Size), nil
 }
 

@@ -338,19 +338,8 @@ func packAPanel(ap, a []float64, lda, m, mp, k, kc, p int) {
 	for k0 := 0; k0 < k; k0 += kc {
 		kb := min(kc, k-k0)
 		dst := ap[k0*mp+p*mr*kb : k0*mp+(p+1)*mr*kb]
-		if i0+mr <= m { // a whole panel: six rows at once, dst written in order
-			base := i0*lda + k0
-			r0 := a[base : base+kb]
-			r1 := a[base+lda : base+lda+kb]
-			r2 := a[base+2*lda : base+2*lda+kb]
-			r3 := a[base+3*lda : base+3*lda+kb]
-			r4 := a[base+4*lda : base+4*lda+kb]
-			r5 := a[base+5*lda : base+5*lda+kb]
-			for q := range r0 {
-				d := (*[mr]float64)(dst[q*mr : q*mr+mr])
-				d[0], d[1], d[2] = r0[q], r1[q], r2[q]
-				d[3], d[4], d[5] = r3[q], r4[q], r5[q]
-			}
+		if i0+mr <= m { // a whole panel
+			interleaveRows(dst, a, i0*lda+k0, lda, kb, mr)
 			continue
 		}
 		for i := 0; i < mr; i++ {
@@ -368,6 +357,22 @@ func packAPanel(ap, a []float64, lda, m, mp, k, kc, p int) {
 	}
 }
 
+// interleaveRows writes w rows of src (kb values each, the first at base,
+// ld apart) into dst column by column: dst[q·w+i] = row i's value q. Two
+// rows per pass keep the reads sequential and the writes in cache (w is
+// mr or nr, both even).
+func interleaveRows(dst, src []float64, base, ld, kb, w int) {
+	dst = dst[:kb*w]
+	for i := 0; i < w; i += 2 {
+		r0 := src[base+i*ld : base+i*ld+kb]
+		r1 := src[base+(i+1)*ld : base+(i+1)*ld+kb]
+		for q := range r0 {
+			d := dst[q*w+i : q*w+i+2]
+			d[0], d[1] = r0[q], r1[q]
+		}
+	}
+}
+
 // packB packs columns [j0, j1) and depths [k0, k0+kb) of B into bp: micro-
 // panel r (columns j0+r·nr…) at r·nr·kb, element [q][j] at +q·nr+j, zero
 // columns past j1.
@@ -377,20 +382,7 @@ func packB(bp, b []float64, ldb int, transB bool, j0, j1, k0, kb int) {
 		jr := j0 + r*nr
 		w := min(nr, j1-jr)
 		if transB && w == nr {
-			base := jr*ldb + k0
-			r0 := b[base : base+kb]
-			r1 := b[base+ldb : base+ldb+kb]
-			r2 := b[base+2*ldb : base+2*ldb+kb]
-			r3 := b[base+3*ldb : base+3*ldb+kb]
-			r4 := b[base+4*ldb : base+4*ldb+kb]
-			r5 := b[base+5*ldb : base+5*ldb+kb]
-			r6 := b[base+6*ldb : base+6*ldb+kb]
-			r7 := b[base+7*ldb : base+7*ldb+kb]
-			for q := range r0 {
-				d := (*[nr]float64)(dst[q*nr : q*nr+nr])
-				d[0], d[1], d[2], d[3] = r0[q], r1[q], r2[q], r3[q]
-				d[4], d[5], d[6], d[7] = r4[q], r5[q], r6[q], r7[q]
-			}
+			interleaveRows(dst, b, jr*ldb+k0, ldb, kb, nr)
 			continue
 		}
 		if transB {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/internal/ggufgen"
-	"github.com/qppl/qppl/internal/llamacpp"
 )
 
 // gemma4MoEFixture is `qppl fixture --arch gemma4_text --variant moe`
@@ -170,21 +168,11 @@ func TestGemma4MoEHostile(t *testing.T) {
 // layers moves llama.cpp ≥ 10× further.
 func TestLlamaCppGemma4MoE(t *testing.T) {
 	h := llamaHelper(t)
-	dir := gemma4MoEFixture(t, nil)
-	path := convert(t, dir, gguf.F32)
-	ws := demoWindows(t, dir, 3, 64)
-	want := flatten(nllsOf(t, path, gguf.Options{}, ws))
-	got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	r := llamaAgreeF32(t, h, "gemma4 MoE F32", gemma4MoEFixture(t, nil), 3)
+	if !(r.maxDiff < 0.02) || !(r.relPPL < 1e-3) {
+		t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", r.maxDiff)
 	}
-	d := maxAbsDiff(flatten(got), want)
-	pq, pl := ppl(want), ppl(flatten(got))
-	t.Logf("gemma4 MoE F32: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", pq, pl, math.Abs(pl-pq)/pq, d)
-	if !(d < 0.02) || !(math.Abs(pl-pq)/pq < 1e-3) {
-		t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", d)
-	}
-	swapped := rewrite(t, path, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+	swapped := rewrite(t, r.path, func(k []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 		var a, b int
 		for i := range ts {
 			switch ts[i].Name {
@@ -197,14 +185,10 @@ func TestLlamaCppGemma4MoE(t *testing.T) {
 		ts[a].Data, ts[b].Data = ts[b].Data, ts[a].Data
 		return k, ts
 	})
-	bad, err := h.NLL(swapped, llamaWindows(ws), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := maxAbsDiff(flatten(bad), want)
+	db := maxAbsDiff(llamaNLL(t, h, swapped, r.ws), r.qppl)
 	t.Logf("per-expert scales of layers 0 and 1 swapped: llama.cpp max |ΔNLL| %.3g", db)
-	if !(db > 10*d) {
-		t.Fatalf("swapped per-expert scales move llama.cpp only to %g (right file: %g)", db, d)
+	if !(db > 10*r.maxDiff) {
+		t.Fatalf("swapped per-expert scales move llama.cpp only to %g (right file: %g)", db, r.maxDiff)
 	}
 }
 
@@ -226,44 +210,11 @@ func TestLlamaCppGemma4MoEQuantized(t *testing.T) {
 	})
 	f32 := convert(t, dir, gguf.F32)
 	ws := demoWindows(t, dir, 2, 64)
-	base := flatten(nllsOf(t, f32, gguf.Options{}, ws))
+	base := ggufNLL(t, f32, gguf.Options{}, ws)
 	t.Logf("gemma4 MoE F32: PPL %.6f", ppl(base))
-	fts := map[string]int{}
-	for _, ft := range llamacpp.FileTypes() {
-		fts[ft.Name] = ft.FType
-	}
 	for _, name := range []string{"Q8_0", "Q4_0", "Q4_K_M", "Q6_K", "IQ4_XS", "BF16"} {
 		t.Run(name, func(t *testing.T) {
-			q := filepath.Join(t.TempDir(), name+".gguf")
-			if err := h.Quantize(f32, q, fts[name]); err != nil {
-				if errors.Is(err, llamacpp.ErrRefused) {
-					t.Skipf("llama.cpp does not produce %s here: %v", name, err)
-				}
-				t.Fatal(err)
-			}
-			m, err := gguf.OpenModel(q, gguf.Options{Inspect: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			layers, _ := m.TypeBreakdown()
-			m.Close()
-			deq := ggmlDequantized(t, h, q)
-			got := flatten(nllsOf(t, q, gguf.Options{}, ws))
-			ref := flatten(nllsOf(t, deq, gguf.Options{}, ws))
-			orc := oracleNLL(t, deq, ws)
-			lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := flatten(lc)
-			t.Logf("%-7s %s: qppl PPL %.6f (oracle on ggml-dequantized weights: max |Δ| %.2g, reference on them %.2g), llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g",
-				name, shares(layers), ppl(got), maxAbsDiff(got, orc), maxAbsDiff(got, ref), ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
-			if d := maxAbsDiff(got, ref); !(d <= 1e-9) {
-				t.Errorf("reference NLL with qppl's decoders differs from the ggml-dequantized file's by %g", d)
-			}
-			if d := maxAbsDiff(got, orc); !(d <= 1e-9) {
-				t.Errorf("reference NLL differs from the oracle's forward of the ggml-dequantized weights by %g", d)
-			}
+			scoreQuantized(t, h, f32, name, ws).checkDecoders(t, 1e-9)
 		})
 	}
 }
@@ -317,23 +268,12 @@ func TestGemma4MoEFusedGateUp(t *testing.T) {
 		return
 	}
 	h := llamaHelper(t)
-	lw := demoWindows(t, dir, 3, 64)
-	q := flatten(nllsOf(t, fused, gguf.Options{}, lw))
-	lc, err := h.NLL(fused, llamaWindows(lw), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	a := llamaAgree(t, h, "gemma4 MoE fused F32", fused, demoWindows(t, dir, 3, 64))
+	if !(a.maxDiff < 0.02) || !(a.relPPL < 1e-3) {
+		t.Fatalf("llama.cpp's NLL on the fused file differs from qppl's by up to %g", a.maxDiff)
 	}
-	dl := maxAbsDiff(flatten(lc), q)
-	t.Logf("gemma4 MoE fused F32: qppl PPL %.9g, llama.cpp %.9g, max |ΔNLL| %.3g", ppl(q), ppl(flatten(lc)), dl)
-	if !(dl < 0.02) || !(math.Abs(ppl(flatten(lc))-ppl(q))/ppl(q) < 1e-3) {
-		t.Fatalf("llama.cpp's NLL on the fused file differs from qppl's by up to %g", dl)
-	}
-	lb, err := h.NLL(swapped, llamaWindows(lw), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if db := maxAbsDiff(flatten(lb), q); !(db > 10*dl) {
-		t.Fatalf("llama.cpp on the swapped fused file moves only %g (right file %g)", db, dl)
+	if db := maxAbsDiff(llamaNLL(t, h, swapped, a.ws), a.qppl); !(db > 10*a.maxDiff) {
+		t.Fatalf("llama.cpp on the swapped fused file moves only %g (right file %g)", db, a.maxDiff)
 	} else {
 		t.Logf("llama.cpp on the swapped fused file: max |ΔNLL| %.3g", db)
 	}

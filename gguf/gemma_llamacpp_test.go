@@ -2,14 +2,12 @@ package gguf_test
 
 import (
 	"errors"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
-	"github.com/qppl/qppl/internal/llamacpp"
 )
 
 // gemmaMisdescribed rewrites a gemma file so that it describes another
@@ -47,29 +45,16 @@ func TestLlamaCppGemmaF32(t *testing.T) {
 	h := llamaHelper(t)
 	for _, g := range gemmaArchs {
 		t.Run(g.modelType, func(t *testing.T) {
-			dir := gemmaFixture(t, g.modelType, nil)
-			path := convert(t, dir, gguf.F32)
-			ws := demoWindows(t, dir, 3, 64)
-			want := flatten(nllsOf(t, path, gguf.Options{}, ws))
-			got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := maxAbsDiff(flatten(got), want)
-			pq, pl := ppl(want), ppl(flatten(got))
-			t.Logf("%s F32: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", g.ggufArch, pq, pl, math.Abs(pl-pq)/pq, d)
-			if !(d < 0.02) || !(math.Abs(pl-pq)/pq < 1e-3) {
-				t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", d)
+			a := llamaAgreeF32(t, h, g.ggufArch+" F32", gemmaFixture(t, g.modelType, nil), 3)
+			if !(a.maxDiff < 0.02) || !(a.relPPL < 1e-3) {
+				t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", a.maxDiff)
 			}
 			mis := gemmaMisdescribed[g.ggufArch]
-			bad, err := h.NLL(rewrite(t, path, mis.edit), llamaWindows(ws), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			db := maxAbsDiff(flatten(bad), want)
-			t.Logf("%s with %s: llama.cpp max |ΔNLL| %.3g (PPL %.9g)", g.ggufArch, mis.what, db, ppl(flatten(bad)))
-			if !(db > 10*d) {
-				t.Fatalf("a wrong %s moves llama.cpp only to %g (right file: %g)", mis.what, db, d)
+			bad := llamaNLL(t, h, rewrite(t, a.path, mis.edit), a.ws)
+			db := maxAbsDiff(bad, a.qppl)
+			t.Logf("%s with %s: llama.cpp max |ΔNLL| %.3g (PPL %.9g)", g.ggufArch, mis.what, db, ppl(bad))
+			if !(db > 10*a.maxDiff) {
+				t.Fatalf("a wrong %s moves llama.cpp only to %g (right file: %g)", mis.what, db, a.maxDiff)
 			}
 		})
 	}
@@ -99,46 +84,14 @@ func TestLlamaCppGemmaQuantized(t *testing.T) {
 			})
 			f32 := convert(t, dir, gguf.F32)
 			ws := demoWindows(t, dir, 2, 64)
-			base := flatten(nllsOf(t, f32, gguf.Options{}, ws))
+			base := ggufNLL(t, f32, gguf.Options{}, ws)
 			t.Logf("%s F32: PPL %.6f", g.ggufArch, ppl(base))
-			fts := map[string]int{}
-			for _, ft := range llamacpp.FileTypes() {
-				fts[ft.Name] = ft.FType
-			}
 			for _, name := range gemmaQuantTypes {
 				t.Run(name, func(t *testing.T) {
-					q := filepath.Join(t.TempDir(), name+".gguf")
-					if err := h.Quantize(f32, q, fts[name]); err != nil {
-						if errors.Is(err, llamacpp.ErrRefused) {
-							t.Skipf("llama.cpp does not produce %s here: %v", name, err)
-						}
-						t.Fatal(err)
-					}
-					m, err := gguf.OpenModel(q, gguf.Options{Inspect: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					layers, _ := m.TypeBreakdown()
-					m.Close()
-					deq := ggmlDequantized(t, h, q)
-					got := flatten(nllsOf(t, q, gguf.Options{}, ws))
-					ref := flatten(nllsOf(t, deq, gguf.Options{}, ws))
-					orc := oracleNLL(t, deq, ws)
-					lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
-					if err != nil {
-						t.Fatal(err)
-					}
-					l := flatten(lc)
-					t.Logf("%-7s %s: qppl PPL %.6f (oracle on ggml-dequantized weights: max |Δ| %.2g, reference on them %.2g), llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g",
-						name, shares(layers), ppl(got), maxAbsDiff(got, orc), maxAbsDiff(got, ref), ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
-					if d := maxAbsDiff(got, ref); !(d <= 1e-9) {
-						t.Errorf("reference NLL with qppl's decoders differs from the ggml-dequantized file's by %g", d)
-					}
-					if d := maxAbsDiff(got, orc); !(d <= 1e-9) {
-						t.Errorf("reference NLL differs from the oracle's forward of the ggml-dequantized weights by %g", d)
-					}
-					if !(math.Abs(ppl(l)-ppl(got))/ppl(got) < 0.05) {
-						t.Errorf("llama.cpp PPL %v vs qppl %v", ppl(l), ppl(got))
+					s := scoreQuantized(t, h, f32, name, ws)
+					s.checkDecoders(t, 1e-9)
+					if !(s.relPPL() < 0.05) {
+						t.Errorf("llama.cpp PPL %v vs qppl %v", ppl(s.llama), ppl(s.got))
 					}
 				})
 			}
@@ -213,17 +166,9 @@ func TestConvertQuantizedGemmaMatchesLlamaCpp(t *testing.T) {
 func TestLlamaCppGemma3FinalCap(t *testing.T) {
 	h := llamaHelper(t)
 	dir := gemmaFixture(t, "gemma3_text", func(o *fixtures.Options) { o.Config["final_logit_softcapping"] = 5.0 })
-	path := convert(t, dir, gguf.F32)
-	ws := demoWindows(t, dir, 2, 64)
-	want := flatten(nllsOf(t, path, gguf.Options{}, ws))
-	got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, rel := maxAbsDiff(flatten(got), want), math.Abs(ppl(flatten(got))-ppl(want))/ppl(want)
-	t.Logf("gemma3, final cap 5: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", ppl(want), ppl(flatten(got)), rel, d)
-	if !(d < 0.02) || !(rel < 1e-3) {
-		t.Fatalf("llama.cpp differs by up to %g", d)
+	a := llamaAgreeF32(t, h, "gemma3, final cap 5", dir, 2)
+	if !(a.maxDiff < 0.02) || !(a.relPPL < 1e-3) {
+		t.Fatalf("llama.cpp differs by up to %g", a.maxDiff)
 	}
 }
 
@@ -241,16 +186,8 @@ func TestLlamaCppGemma4Variant(t *testing.T) {
 				"full_attention":    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.375, "rope_theta": 10000.0},
 			}}
 	})
-	path := convert(t, dir, gguf.F32)
-	ws := demoWindows(t, dir, 2, 64)
-	want := flatten(nllsOf(t, path, gguf.Options{}, ws))
-	got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, rel := maxAbsDiff(flatten(got), want), math.Abs(ppl(flatten(got))-ppl(want))/ppl(want)
-	t.Logf("gemma4 variant: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", ppl(want), ppl(flatten(got)), rel, d)
-	if !(d < 0.02) || !(rel < 1e-3) {
-		t.Fatalf("llama.cpp differs by up to %g", d)
+	a := llamaAgreeF32(t, h, "gemma4 variant", dir, 2)
+	if !(a.maxDiff < 0.02) || !(a.relPPL < 1e-3) {
+		t.Fatalf("llama.cpp differs by up to %g", a.maxDiff)
 	}
 }

@@ -80,21 +80,11 @@ func TestGptOssF32EqualsSafetensors(t *testing.T) {
 // by more than the bound.
 func TestLlamaCppGptOss(t *testing.T) {
 	h := llamaHelper(t)
-	dir := gptOssFixture(t, nil)
-	path := convert(t, dir, gguf.F32)
-	ws := demoWindows(t, dir, 3, 64)
-	want := flatten(nllsOf(t, path, gguf.Options{}, ws))
-	got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	a := llamaAgreeF32(t, h, "gpt-oss F32", gptOssFixture(t, nil), 3)
+	if !(a.maxDiff < 0.05) || !(a.relPPL < 5e-3) {
+		t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", a.maxDiff)
 	}
-	d := maxAbsDiff(flatten(got), want)
-	pq, pl := ppl(want), ppl(flatten(got))
-	t.Logf("gpt-oss F32: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", pq, pl, math.Abs(pl-pq)/pq, d)
-	if !(d < 0.05) || !(math.Abs(pl-pq)/pq < 5e-3) {
-		t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", d)
-	}
-	noSinks := rewrite(t, path, func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
+	noSinks := rewrite(t, a.path, func(kvs []gguf.KV, ts []gguf.WriteTensor) ([]gguf.KV, []gguf.WriteTensor) {
 		for i := range ts {
 			if strings.HasSuffix(ts[i].Name, ".attn_sinks.weight") {
 				ts[i].Data = make([]byte, len(ts[i].Data))
@@ -102,11 +92,7 @@ func TestLlamaCppGptOss(t *testing.T) {
 		}
 		return kvs, ts
 	})
-	bad, err := h.NLL(noSinks, llamaWindows(ws), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := maxAbsDiff(flatten(bad), want)
+	db := maxAbsDiff(llamaNLL(t, h, noSinks, a.ws), a.qppl)
 	t.Logf("sinks zeroed: llama.cpp max |ΔNLL| %.3g", db)
 	if !(db > 0.05) {
 		t.Fatalf("zeroing the sinks moved llama.cpp's NLL by only %g: the comparison cannot see them", db)
@@ -180,10 +166,11 @@ func TestGptOssConvertRefusals(t *testing.T) {
 }
 
 // gptOssOracleNLL is the oracle's float64 forward of a gpt-oss GGUF file:
-// every Linear through Model.Linear (the file's own decoders), the fused
-// experts assembled here, independently of Model.GptOssExperts, from the
-// per-expert slices of ffn_gate_exps / ffn_up_exps / ffn_down_exps into
-// transformers' [E, in, out] layout (gate_up's columns interleaved).
+// the weights as oracleGetter reads them (every Linear through
+// Model.Linear, the file's own decoders), but the fused experts assembled
+// here, independently of Model.GptOssExperts, from the per-expert slices
+// of ffn_gate_exps / ffn_up_exps / ffn_down_exps into transformers'
+// [E, in, out] layout (gate_up's columns interleaved).
 func gptOssOracleNLL(t *testing.T, path string, ws []backends.Window) []float64 {
 	t.Helper()
 	m, err := gguf.OpenModel(path, gguf.Options{})
@@ -193,16 +180,12 @@ func gptOssOracleNLL(t *testing.T, path string, ws []backends.Window) []float64 
 	defer m.Close()
 	s := m.Spec
 	E, I, C := s.MoE.Experts, s.MoE.Intermediate, s.Hidden
-	linear := map[string]bool{}
 	fused := map[string]int{} // 0 gate_up, 1 down
 	for i := 0; i < s.Layers; i++ {
-		for _, l := range s.LayerLinears(i) {
-			linear[l.Module+".weight"] = true
-		}
 		gu, _, dn, _ := s.GptOssExperts(i)
 		fused[gu], fused[dn] = 0, 1
 	}
-	deq := func(module string) ([]float64, int, int) {
+	deq := func(module string) []float64 {
 		l, err := m.Linear(module)
 		if err != nil {
 			t.Fatal(err)
@@ -212,14 +195,15 @@ func gptOssOracleNLL(t *testing.T, path string, ws []backends.Window) []float64 
 		if err := l.Dequantize(w); err != nil {
 			t.Fatal(err)
 		}
-		return w, out, in
+		return w
 	}
+	base := oracleGetter(m)
 	get := func(name string) ([]float64, []int, error) {
 		if kind, ok := fused[name]; ok {
 			if kind == 1 { // down [E, I, C] from expert e's [C, I]
 				v := make([]float64, E*I*C)
 				for e := 0; e < E; e++ {
-					w, _, _ := deq(fmt.Sprintf("%s[%d]", name, e))
+					w := deq(fmt.Sprintf("%s[%d]", name, e))
 					for c := 0; c < C; c++ {
 						for j := 0; j < I; j++ {
 							v[(e*I+j)*C+c] = w[c*I+j]
@@ -231,7 +215,7 @@ func gptOssOracleNLL(t *testing.T, path string, ws []backends.Window) []float64 
 			v := make([]float64, E*C*2*I)
 			for e := 0; e < E; e++ {
 				for h, part := range []string{"gate", "up"} {
-					w, _, _ := deq(fmt.Sprintf("%s.%s[%d]", name, part, e))
+					w := deq(fmt.Sprintf("%s.%s[%d]", name, part, e))
 					for j := 0; j < I; j++ {
 						for c := 0; c < C; c++ {
 							v[(e*C+c)*2*I+2*j+h] = w[j*C+c]
@@ -241,23 +225,9 @@ func gptOssOracleNLL(t *testing.T, path string, ws []backends.Window) []float64 
 			}
 			return v, []int{E, C, 2 * I}, nil
 		}
-		if !linear[name] {
-			return m.Float64(name)
-		}
-		w, out, in := deq(strings.TrimSuffix(name, ".weight"))
-		return w, []int{out, in}, nil
+		return base(name)
 	}
-	var nll []float64
-	for _, w := range ws {
-		lp, err := oracle.LogProbs(m.Config, get, w.Tokens, oracle.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for p := w.First; p < len(w.Tokens); p++ {
-			nll = append(nll, -lp[p-1][w.Tokens[p]])
-		}
-	}
-	return nll
+	return oracleWindowNLL(t, m.Config, get, ws, oracle.Options{})
 }
 
 // TestLlamaCppGptOssQuantized: llama_model_quantize makes Q8_0, Q4_0 and
@@ -271,18 +241,12 @@ func TestLlamaCppGptOssQuantized(t *testing.T) {
 	dir := gptOssFixture(t, nil)
 	f32 := convert(t, dir, gguf.F32)
 	ws := demoWindows(t, dir, 1, 48)
-	if d := maxAbsDiff(flatten(nllsOf(t, f32, gguf.Options{}, ws)), gptOssOracleNLL(t, f32, ws)); !(d <= 1e-9) {
+	if d := maxAbsDiff(ggufNLL(t, f32, gguf.Options{}, ws), gptOssOracleNLL(t, f32, ws)); !(d <= 1e-9) {
 		t.Fatalf("F32: reference and oracle differ by %g", d)
 	}
 	for _, ft := range []llamacpp.FileType{{Name: "Q8_0", FType: 7}, {Name: "Q4_0", FType: 2}, {Name: "MXFP4_MOE", FType: 38}} {
 		t.Run(ft.Name, func(t *testing.T) {
-			q := filepath.Join(t.TempDir(), ft.Name+".gguf")
-			if err := h.Quantize(f32, q, ft.FType); err != nil {
-				if errors.Is(err, llamacpp.ErrRefused) {
-					t.Skipf("llama.cpp does not produce %s here: %v", ft.Name, err)
-				}
-				t.Fatal(err)
-			}
+			q := llamaQuantize(t, h, f32, ft.Name, ft.FType)
 			m, err := gguf.OpenModel(q, gguf.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -294,12 +258,8 @@ func TestLlamaCppGptOssQuantized(t *testing.T) {
 			}
 			m.Close()
 			want := gptOssOracleNLL(t, ggmlDequantized(t, h, q), ws)
-			got := flatten(nllsOf(t, q, gguf.Options{}, ws))
-			lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := flatten(lc)
+			got := ggufNLL(t, q, gguf.Options{}, ws)
+			l := llamaNLL(t, h, q, ws)
 			t.Logf("%s %v: qppl PPL %.6f (oracle on ggml-dequantized weights: max |Δ| %.2g), llama.cpp %.6f (rel %.2g), max |ΔNLL| %.3g",
 				ft.Name, types, ppl(got), maxAbsDiff(got, want), ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
 			if d := maxAbsDiff(got, want); !(d <= 1e-9) {

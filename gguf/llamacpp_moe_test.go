@@ -1,9 +1,7 @@
 package gguf_test
 
 import (
-	"errors"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -17,8 +15,7 @@ import (
 
 // oracleNLL is the independent float64 forward (internal/oracle) of the
 // GGUF model at path, per window and target: every weight read through
-// package gguf (Linear weights with llama.cpp's Q/K permutation undone,
-// the rest as stored).
+// package gguf (oracleGetter).
 func oracleNLL(t *testing.T, path string, ws []backends.Window) []float64 {
 	t.Helper()
 	m, err := gguf.OpenModel(path, gguf.Options{})
@@ -26,13 +23,21 @@ func oracleNLL(t *testing.T, path string, ws []backends.Window) []float64 {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	return oracleWindowNLL(t, m.Config, oracleGetter(m), ws, oracle.Options{})
+}
+
+// oracleGetter reads the GGUF model's weights for the oracle by their
+// Hugging Face names: Linear weights through Model.Linear (the file's own
+// decoders, llama.cpp's Q/K permutation undone), the rest as stored
+// (Model.Float64).
+func oracleGetter(m *gguf.Model) oracle.Getter {
 	linear := map[string]bool{}
 	for i := 0; i < m.Spec.Layers; i++ {
 		for _, l := range m.Spec.LayerLinears(i) {
 			linear[l.Module+".weight"] = true
 		}
 	}
-	get := func(name string) ([]float64, []int, error) {
+	return func(name string) ([]float64, []int, error) {
 		if !linear[name] {
 			return m.Float64(name)
 		}
@@ -44,17 +49,6 @@ func oracleNLL(t *testing.T, path string, ws []backends.Window) []float64 {
 		w := make([]float64, out*in)
 		return w, []int{out, in}, l.Dequantize(w)
 	}
-	var nll []float64
-	for _, w := range ws {
-		lp, err := oracle.LogProbs(m.Config, get, w.Tokens, oracle.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for p := w.First; p < len(w.Tokens); p++ {
-			nll = append(nll, -lp[p-1][w.Tokens[p]])
-		}
-	}
-	return nll
 }
 
 // TestLlamaCppQuantizedMoE: for the mixture-of-experts architectures
@@ -89,18 +83,12 @@ func TestLlamaCppQuantizedMoE(t *testing.T) {
 			dir := writeFixture(t, arch, func(o *fixtures.Options) { fams[name](o); o.Layers = 2 })
 			f32 := convert(t, dir, gguf.F32)
 			ws := demoWindows(t, dir, 1, 48)
-			if d := maxAbsDiff(flatten(nllsOf(t, f32, gguf.Options{}, ws)), oracleNLL(t, f32, ws)); !(d <= 1e-9) {
+			if d := maxAbsDiff(ggufNLL(t, f32, gguf.Options{}, ws), oracleNLL(t, f32, ws)); !(d <= 1e-9) {
 				t.Fatalf("F32: reference and oracle differ by %g", d)
 			}
 			for _, ft := range llamacpp.FileTypes() {
 				t.Run(ft.Name, func(t *testing.T) {
-					q := filepath.Join(t.TempDir(), ft.Name+".gguf")
-					if err := h.Quantize(f32, q, ft.FType); err != nil {
-						if errors.Is(err, llamacpp.ErrRefused) {
-							t.Skipf("llama.cpp does not produce %s here: %v", ft.Name, err)
-						}
-						t.Fatal(err)
-					}
+					q := llamaQuantize(t, h, f32, ft.Name, ft.FType)
 					m, err := gguf.OpenModel(q, gguf.Options{})
 					if err != nil {
 						t.Fatal(err) // every type llama.cpp writes has a Go decoder
@@ -112,15 +100,11 @@ func TestLlamaCppQuantizedMoE(t *testing.T) {
 					layers, _ := m.TypeBreakdown()
 					m.Close()
 					want := oracleNLL(t, ggmlDequantized(t, h, q), ws)
-					got := flatten(nllsOf(t, q, gguf.Options{}, ws))
+					got := ggufNLL(t, q, gguf.Options{}, ws)
 					if d := maxAbsDiff(got, want); !(d <= 1e-9) {
 						t.Errorf("%s: reference NLL differs from the oracle on ggml-dequantized weights by %g", ft.Name, d)
 					}
-					lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
-					if err != nil {
-						t.Fatal(err)
-					}
-					l := flatten(lc)
+					l := llamaNLL(t, h, q, ws)
 					// Tokens whose NLL moved by more than 0.25: a routing
 					// decision that llama.cpp's quantized activations flip
 					// (a near tie at the k-th expert) moves one token's NLL

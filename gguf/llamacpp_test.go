@@ -1,12 +1,10 @@
 package gguf_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/gguf"
 	"github.com/qppl/qppl/internal/llamacpp"
-	"github.com/qppl/qppl/reference"
 	"github.com/qppl/qppl/tokenizer"
 )
 
@@ -188,48 +185,13 @@ func TestLlamaCppAgreesOnConvertedF32(t *testing.T) {
 	h := llamaHelper(t)
 	for _, arch := range ggufFamilies {
 		t.Run(arch, func(t *testing.T) {
-			dir := writeFixture(t, arch, nil)
-			path := convert(t, dir, gguf.F32)
-			ws := demoWindows(t, dir, 3, 64)
-			want := flatten2(nllsOf(t, path, gguf.Options{}, ws))
-			got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := maxAbsDiff(flatten(got), want)
-			pq, pl := ppl(want), ppl(flatten(got))
-			t.Logf("%s F32: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", arch, pq, pl, math.Abs(pl-pq)/pq, d)
-			if !(d < 1e-3) {
-				t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", d)
+			a := llamaAgreeF32(t, h, arch+" F32", writeFixture(t, arch, nil), 3)
+			if !(a.maxDiff < 1e-3) {
+				t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", a.maxDiff)
 			}
 		})
 	}
 }
-
-func nllsOf(t *testing.T, path string, opt gguf.Options, ws []backends.Window) [][]float64 {
-	t.Helper()
-	m, err := gguf.OpenModel(path, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	b, err := reference.NewGGUF(m, reference.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	var out [][]float64
-	for _, w := range ws {
-		sc, err := b.Score(context.Background(), w, backends.Request{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, sc.NLL)
-	}
-	return out
-}
-
-func flatten2(x [][]float64) []float64 { return flatten(x) }
 
 // TestLlamaCppQuantizedTypes quantizes a fixture with llama_model_quantize
 // to every file type llama.cpp produces without an importance matrix and,
@@ -247,17 +209,11 @@ func TestLlamaCppQuantizedTypes(t *testing.T) {
 	dir := quantFixture(t, "llama")
 	f32 := convert(t, dir, gguf.F32)
 	ws := demoWindows(t, dir, 2, 64)
-	base := flatten(nllsOf(t, f32, gguf.Options{}, ws))
+	base := ggufNLL(t, f32, gguf.Options{}, ws)
 	t.Logf("F32: PPL %.6f", ppl(base))
 	for _, ft := range llamacpp.FileTypes() {
 		t.Run(ft.Name, func(t *testing.T) {
-			q := filepath.Join(t.TempDir(), ft.Name+".gguf")
-			if err := h.Quantize(f32, q, ft.FType); err != nil {
-				if errors.Is(err, llamacpp.ErrRefused) {
-					t.Skipf("llama.cpp does not produce %s here: %v", ft.Name, err)
-				}
-				t.Fatal(err)
-			}
+			q := llamaQuantize(t, h, f32, ft.Name, ft.FType)
 			native, err := gguf.OpenModel(q, gguf.Options{})
 			switch {
 			case err == nil:
@@ -278,16 +234,12 @@ func TestLlamaCppQuantizedTypes(t *testing.T) {
 			layers, _ := m.TypeBreakdown()
 			m.Close()
 			deq := ggmlDequantized(t, h, q)
-			ref := flatten(nllsOf(t, deq, gguf.Options{}, ws))
-			lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := flatten(lc)
+			ref := ggufNLL(t, deq, gguf.Options{}, ws)
+			l := llamaNLL(t, h, q, ws)
 			if native != nil {
 				// qppl's own decoders: the same NLL as ggml's
 				// dequantization, to 1e-9 (bit-identical decoding gives 0).
-				got := flatten(nllsOf(t, q, gguf.Options{}, ws))
+				got := ggufNLL(t, q, gguf.Options{}, ws)
 				if d := maxAbsDiff(got, ref); !(d <= 1e-9) {
 					t.Errorf("%s: reference NLL with qppl's decoders differs from ggml-dequantized weights by %g", ft.Name, d)
 				}

@@ -305,19 +305,9 @@ func TestLlamaCppQwen35(t *testing.T) {
 	h := llamaHelper(t)
 	for _, a := range qwen35Archs {
 		t.Run(a.fixture, func(t *testing.T) {
-			dir := qwen35Fixture(t, a.fixture, nil)
-			path := convert(t, dir, gguf.F32)
-			ws := demoWindows(t, dir, 3, 64)
-			want := flatten(nllsOf(t, path, gguf.Options{}, ws))
-			got, err := h.NLL(path, llamaWindows(ws), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := maxAbsDiff(flatten(got), want)
-			pq, pl := ppl(want), ppl(flatten(got))
-			t.Logf("%s F32: qppl PPL %.9g, llama.cpp %.9g (rel %.2g), max |ΔNLL| %.3g", a.gguf, pq, pl, math.Abs(pl-pq)/pq, d)
-			if !(d < 1e-3) {
-				t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", d)
+			r := llamaAgreeF32(t, h, a.gguf+" F32", qwen35Fixture(t, a.fixture, nil), 3)
+			if !(r.maxDiff < 1e-3) {
+				t.Fatalf("llama.cpp's NLL differs from qppl's by up to %g", r.maxDiff)
 			}
 		})
 	}
@@ -341,7 +331,7 @@ func TestLlamaCppQwen35Quantized(t *testing.T) {
 			dir := qwen35Fixture(t, a.fixture, func(o *fixtures.Options) { o.Hidden, o.Intermediate = 256, 256 })
 			f32 := convert(t, dir, gguf.F32)
 			ws := demoWindows(t, dir, 2, 32)
-			base := flatten(nllsOf(t, f32, gguf.Options{}, ws))
+			base := ggufNLL(t, f32, gguf.Options{}, ws)
 			t.Logf("%s F32: PPL %.6f", a.gguf, ppl(base))
 			n := 0
 			for _, ft := range llamacpp.FileTypes() {
@@ -359,16 +349,12 @@ func TestLlamaCppQwen35Quantized(t *testing.T) {
 				layers, _ := m.TypeBreakdown()
 				cfg := m.Config
 				m.Close()
-				got := flatten(nllsOf(t, q, gguf.Options{}, ws))
+				got := ggufNLL(t, q, gguf.Options{}, ws)
 				deq := ggmlDequantized(t, h, q)
 				// the oracle reruns every prefix: the first window only
 				orc := oracleWindowNLL(t, cfg, storedGetter(t, deq), ws[:1], oracle.Options{LlamaCppForm: true})
 				d := maxAbsDiff(got[:len(orc)], orc)
-				lc, err := h.NLL(q, llamaWindows(ws), t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				l := flatten(lc)
+				l := llamaNLL(t, h, q, ws)
 				t.Logf("%-7s %s: qppl PPL %.6f (oracle on ggml-dequantized: max |ΔNLL| %.2g), llama.cpp %.6f (rel %.2g, max |ΔNLL| %.3g)",
 					ft.Name, shares(layers), ppl(got), d, ppl(l), math.Abs(ppl(l)-ppl(got))/ppl(got), maxAbsDiff(got, l))
 				if !(d <= 1e-9) {

@@ -9,51 +9,10 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
-	"github.com/qppl/qppl/fixtures"
 	"github.com/qppl/qppl/fixtures/quantizer"
 	"github.com/qppl/qppl/internal/oracle"
 	"github.com/qppl/qppl/quant"
 )
-
-// writeGemma3MM writes the random multimodal gemma3 fixture
-// (Gemma3ForConditionalGeneration: text_config, model.language_model.,
-// a SigLIP vision tower and the multimodal projector).
-func writeGemma3MM(t *testing.T) (string, fixtures.Options) {
-	t.Helper()
-	o, err := fixtures.Defaults("gemma3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Vocab, o.Init = 300, fixtures.InitRandom
-	dir := filepath.Join(t.TempDir(), "gemma3")
-	if err := fixtures.Write(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	return dir, o
-}
-
-// gemma3TextOnly rewrites a multimodal gemma3 checkpoint as the
-// gemma3_text one of the same decoder: no towers, model.* names and
-// text_config as config.json (Gemma3ForCausalLM).
-func gemma3TextOnly(t *testing.T, dir string) string {
-	t.Helper()
-	return rewrite(t, dir, func(w checkpoint.WriteTensor) *checkpoint.WriteTensor {
-		if !strings.HasPrefix(w.Name, "model.language_model.") {
-			return nil
-		}
-		w.Name = strings.Replace(w.Name, "model.language_model.", "model.", 1)
-		return &w
-	}, nil, func(c map[string]any) map[string]any {
-		text := c["text_config"].(map[string]any)
-		text["architectures"] = []string{"Gemma3ForCausalLM"}
-		for _, k := range []string{"torch_dtype", "bos_token_id", "eos_token_id", "quantization_config"} {
-			if v, ok := c[k]; ok {
-				text[k] = v
-			}
-		}
-		return text // model_type gemma3_text
-	})
-}
 
 // gemma3Legacy rewrites a multimodal gemma3 checkpoint with the names of
 // the checkpoints saved before transformers 4.52 (google/gemma-3-*-it):
@@ -94,8 +53,8 @@ func sameBits(t *testing.T, what string, a, b [][]float64) {
 // pixel_values feeds the text model its own embeddings), at a context
 // longer than the sliding window (32).
 func TestGemma3TextOnlyEqualsMultimodal(t *testing.T) {
-	dir, o := writeGemma3MM(t)
-	flat := gemma3TextOnly(t, dir)
+	dir, o := writeMultimodal(t, "gemma3")
+	flat := textOnlyLayout(t, dir, "Gemma3ForCausalLM", "torch_dtype", "bos_token_id", "eos_token_id", "quantization_config")
 	legacy := gemma3Legacy(t, dir, nil)
 	toks := randomTokens(70, o.Vocab, 9)
 	b1, m1 := openBackend(t, dir)
@@ -121,7 +80,7 @@ func TestGemma3TextOnlyEqualsMultimodal(t *testing.T) {
 // are ignored on purpose and counted, in both layouts; a tensor outside
 // them that the forward pass does not read still stops the run, named.
 func TestGemma3TowersIgnored(t *testing.T) {
-	dir, _ := writeGemma3MM(t)
+	dir, _ := writeMultimodal(t, "gemma3")
 	for _, c := range []struct {
 		dir, vision, proj string
 	}{
@@ -142,24 +101,11 @@ func TestGemma3TowersIgnored(t *testing.T) {
 		}
 		m.Close()
 	}
-	keep := func(w checkpoint.WriteTensor) *checkpoint.WriteTensor { return &w }
-	same := func(c map[string]any) map[string]any { return c }
-	for _, stray := range []string{
+	strayRefused(t, dir, []string{
 		"model.language_model.layers.0.self_attn.qkv_proj.weight", // a decoder tensor of another architecture
 		"model.audio_tower.conv.weight",                           // a tower gemma3 does not have
 		"language_model.lm_head.weight",                           // an old-layout head beside the tied embedding
-	} {
-		bad := rewrite(t, dir, keep, []checkpoint.WriteTensor{{Name: stray, DType: checkpoint.F32, Shape: []int{2}, Data: make([]byte, 8)}}, same)
-		m, err := arch.OpenDir(bad)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = New(m, Options{})
-		m.Close()
-		if !errors.Is(err, checkpoint.ErrUnused) || !strings.Contains(err.Error(), stray) || strings.Contains(err.Error(), "vision_tower") {
-			t.Errorf("%s: New: %v, want an unused-tensor refusal naming only it", stray, err)
-		}
-	}
+	}, []string{"vision_tower"})
 	// An untied head in the older layout is refused before any work (its
 	// language_model.lm_head is not read).
 	untied := gemma3Legacy(t, dir, func(c map[string]any) map[string]any {
@@ -181,7 +127,7 @@ func TestGemma3TowersIgnored(t *testing.T) {
 // the oracle to 1e-9 and report the towers as ignored; the older layout
 // equals the current one bit for bit.
 func TestGemma3QuantizedMultimodal(t *testing.T) {
-	dir, o := writeGemma3MM(t)
+	dir, o := writeMultimodal(t, "gemma3")
 	toks := randomTokens(70, o.Vocab, 5)
 	for _, sc := range []struct {
 		scheme, key string

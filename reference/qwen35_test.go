@@ -2,7 +2,6 @@ package reference
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,24 +10,7 @@ import (
 
 	"github.com/qppl/qppl/arch"
 	"github.com/qppl/qppl/checkpoint"
-	"github.com/qppl/qppl/fixtures"
 )
-
-// writeQwen35 writes the random qwen3_5 (or qwen3_5_moe) fixture: the
-// multimodal layout (text_config, model.language_model., a vision tower).
-func writeQwen35(t *testing.T, name string) (string, fixtures.Options) {
-	t.Helper()
-	o, err := fixtures.Defaults(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Vocab, o.Init = 300, fixtures.InitRandom
-	dir := filepath.Join(t.TempDir(), name)
-	if err := fixtures.Write(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	return dir, o
-}
 
 // rewrite copies the model in src to a new directory with its tensors
 // passed through edit (nil drops one) plus extra, and config.json through
@@ -80,19 +62,9 @@ func rewrite(t *testing.T, src string, edit func(checkpoint.WriteTensor) *checkp
 func TestQwen35TextOnlyEqualsMultimodal(t *testing.T) {
 	for _, name := range []string{"qwen3_5", "qwen3_5_moe"} {
 		t.Run(name, func(t *testing.T) {
-			dir, o := writeQwen35(t, name)
-			flat := rewrite(t, dir, func(w checkpoint.WriteTensor) *checkpoint.WriteTensor {
-				if strings.HasPrefix(w.Name, "model.visual.") {
-					return nil
-				}
-				w.Name = strings.Replace(w.Name, "model.language_model.", "model.", 1)
-				return &w
-			}, nil, func(c map[string]any) map[string]any {
-				text := c["text_config"].(map[string]any)
-				text["tie_word_embeddings"] = c["tie_word_embeddings"]
-				text["architectures"] = []string{map[string]string{"qwen3_5": "Qwen3_5ForCausalLM", "qwen3_5_moe": "Qwen3_5MoeForCausalLM"}[name]}
-				return text // model_type qwen3_5_text / qwen3_5_moe_text
-			})
+			dir, o := writeMultimodal(t, name)
+			causalLM := map[string]string{"qwen3_5": "Qwen3_5ForCausalLM", "qwen3_5_moe": "Qwen3_5MoeForCausalLM"}[name]
+			flat := textOnlyLayout(t, dir, causalLM, "tie_word_embeddings") // model_type qwen3_5_text / qwen3_5_moe_text
 			toks := randomTokens(70, o.Vocab, 9)
 			b1, m1 := openBackend(t, dir)
 			b2, m2 := openBackend(t, flat)
@@ -116,7 +88,7 @@ func TestQwen35TextOnlyEqualsMultimodal(t *testing.T) {
 // tensor of the text model that the forward pass does not read is still
 // refused, by name.
 func TestQwen35VisionTowerIgnored(t *testing.T) {
-	dir, _ := writeQwen35(t, "qwen3_5")
+	dir, _ := writeMultimodal(t, "qwen3_5")
 	m, err := arch.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -128,17 +100,6 @@ func TestQwen35VisionTowerIgnored(t *testing.T) {
 	if _, err := New(m, Options{}); err != nil {
 		t.Fatalf("multimodal checkpoint refused: %v", err)
 	}
-	stray := "model.language_model.layers.0.linear_attn.in_proj_qkvz.weight" // qwen3_next's fused name
-	bad := rewrite(t, dir, func(w checkpoint.WriteTensor) *checkpoint.WriteTensor { return &w },
-		[]checkpoint.WriteTensor{{Name: stray, DType: checkpoint.F32, Shape: []int{2}, Data: make([]byte, 8)}},
-		func(c map[string]any) map[string]any { return c })
-	m2, err := arch.OpenDir(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	_, err = New(m2, Options{})
-	if !errors.Is(err, checkpoint.ErrUnused) || !strings.Contains(err.Error(), stray) || strings.Contains(err.Error(), "model.visual") {
-		t.Errorf("New: %v, want an unused-tensor refusal naming only %s", err, stray)
-	}
+	strayRefused(t, dir, []string{"model.language_model.layers.0.linear_attn.in_proj_qkvz.weight"}, // qwen3_next's fused name
+		[]string{"model.visual"})
 }

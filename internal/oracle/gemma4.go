@@ -201,31 +201,8 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 	if opt.KVCacheFP8 {
 		return nil, fmt.Errorf("oracle: gemma4_text with an FP8 KV cache is not implemented")
 	}
-	w := func(name string, shape ...int) ([]float64, error) {
-		v, sh, err := get(name)
-		if err != nil {
-			return nil, fmt.Errorf("oracle: %s: %w", name, err)
-		}
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		if len(v) != n || len(sh) != len(shape) {
-			return nil, fmt.Errorf("oracle: %s: shape %v, want %v", name, sh, shape)
-		}
-		return v, nil
-	}
-	mat := func(name string, out, in int) (matrix, error) {
-		v, err := w(name+".weight", out, in)
-		if err != nil {
-			return matrix{}, err
-		}
-		m := matrix{name: name, rows: make([][]float64, out)}
-		for o := range m.rows {
-			m.rows[o] = v[o*in : (o+1)*in]
-		}
-		return m, nil
-	}
+	w := func(name string, shape ...int) ([]float64, error) { return shaped(get, name, shape...) }
+	mat := func(name string, out, in int) (matrix, error) { return matrixOf(get, name, out, in) }
 	emb, err := w(s.prefix+"embed_tokens.weight", s.vocab, s.hidden)
 	if err != nil {
 		return nil, err
@@ -464,30 +441,12 @@ func g4LogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 					rotate(keys[i][t], l.hd, t, f)
 				}
 			}
-			att := make([][]float64, T)
-			group := s.heads / l.kv
-			for t := 0; t < T; t++ {
-				att[t] = make([]float64, s.heads*l.hd)
-				lo := 0
-				if !s.full[i] && s.window > 0 {
-					lo = max(0, t-s.window+1)
-				}
-				for h := 0; h < s.heads; h++ {
-					g := h / group
-					qh := q[t][h*l.hd : (h+1)*l.hd]
-					sc := make([]float64, t+1-lo)
-					for j := lo; j <= t; j++ {
-						sc[j-lo] = dot(qh, keys[i][j][g*l.hd:(g+1)*l.hd]) // scaling 1.0
-					}
-					p := logSoftmax(sc)
-					for j := lo; j <= t; j++ {
-						pj := math.Exp(p[j-lo])
-						for c := 0; c < l.hd; c++ {
-							att[t][h*l.hd+c] += pj * vals[i][j][g*l.hd+c]
-						}
-					}
-				}
+			window := 0
+			if !s.full[i] {
+				window = s.window
 			}
+			att := attention(q, keys[i], vals[i], attnShape{heads: s.heads, kvHeads: l.kv, headDim: l.hd,
+				window: window, scale: 1}) // scaling 1.0
 			o, err := apply(l.o, l.ob, att, opt)
 			if err != nil {
 				return nil, err

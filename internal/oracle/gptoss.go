@@ -189,31 +189,8 @@ func goLogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 	if opt.KVCacheFP8 {
 		return nil, fmt.Errorf("oracle: gpt_oss with an FP8 KV cache is not implemented")
 	}
-	w := func(name string, shape ...int) ([]float64, error) {
-		v, sh, err := get(name)
-		if err != nil {
-			return nil, fmt.Errorf("oracle: %s: %w", name, err)
-		}
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		if len(v) != n || len(sh) != len(shape) {
-			return nil, fmt.Errorf("oracle: %s: shape %v, want %v", name, sh, shape)
-		}
-		return v, nil
-	}
-	mat := func(name string, out, in int) (matrix, error) {
-		v, err := w(name+".weight", out, in)
-		if err != nil {
-			return matrix{}, err
-		}
-		m := matrix{name: name, rows: make([][]float64, out)}
-		for o := range m.rows {
-			m.rows[o] = v[o*in : (o+1)*in]
-		}
-		return m, nil
-	}
+	w := func(name string, shape ...int) ([]float64, error) { return shaped(get, name, shape...) }
+	mat := func(name string, out, in int) (matrix, error) { return matrixOf(get, name, out, in) }
 	T, C, H, KV, D := len(tokens), s.hidden, s.heads, s.kvHeads, s.headDim
 	E, I := s.experts, s.inter
 	emb, err := w("model.embed_tokens.weight", s.vocab, C)
@@ -296,39 +273,9 @@ func goLogProbs(cfg *checkpoint.Config, get Getter, tokens []int32, opt Options)
 				rot(k[t][g*D:(g+1)*D], t)
 			}
 		}
-		att := make([][]float64, T)
-		win := s.windows[li]
-		for t := 0; t < T; t++ {
-			att[t] = make([]float64, H*D)
-			for hh := 0; hh < H; hh++ {
-				g := hh / (H / KV)
-				// Scores of the visible keys, then the sink as one more logit.
-				var logits []float64
-				var keys []int
-				for j := 0; j <= t; j++ {
-					if win > 0 && t-j >= win {
-						continue
-					}
-					logits = append(logits, dot(q[t][hh*D:(hh+1)*D], k[j][g*D:(g+1)*D])/math.Sqrt(float64(D)))
-					keys = append(keys, j)
-				}
-				logits = append(logits, sinks[hh])
-				top := math.Inf(-1)
-				for _, l := range logits {
-					top = math.Max(top, l)
-				}
-				var z float64
-				for _, l := range logits {
-					z += math.Exp(l - top)
-				}
-				for n, j := range keys {
-					pr := math.Exp(logits[n]-top) / z
-					for c := 0; c < D; c++ {
-						att[t][hh*D+c] += pr * v[j][g*D+c]
-					}
-				}
-			}
-		}
+		// The sinks join each softmax as one more logit (attnShape.sinks).
+		att := attention(q, k, v, attnShape{heads: H, kvHeads: KV, headDim: D,
+			window: s.windows[li], scale: 1 / math.Sqrt(float64(D)), sinks: sinks})
 		o, err := apply(proj["o_proj"], bias["o_proj"], att, opt)
 		if err != nil {
 			return nil, err

@@ -364,7 +364,6 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 			}
 		}
 	}
-	group := n.heads / n.kvHeads
 	for _, b := range n.blocks {
 		normed := make([][]float64, T)
 		for t := range xs {
@@ -406,45 +405,8 @@ func (n *network) run(toks []int32, opt Options) ([][]float64, error) {
 				}
 			}
 		}
-		ctxv := make([][]float64, T)
-		for i := 0; i < T; i++ {
-			ctxv[i] = make([]float64, n.heads*n.headDim)
-			for h := 0; h < n.heads; h++ {
-				kvh := h / group
-				qi := q[i][h*n.headDim : (h+1)*n.headDim]
-				// Sliding window W: keys j with j > i-W (and j <= i).
-				first := 0
-				if W := b.window; W > 0 && i-W+1 > 0 {
-					first = i - W + 1
-				}
-				w := make([]float64, i+1)
-				top := math.Inf(-1)
-				for j := 0; j <= i; j++ {
-					if j < first {
-						w[j] = math.Inf(-1)
-						continue
-					}
-					w[j] = dot(qi, k[j][kvh*n.headDim:(kvh+1)*n.headDim]) * n.scoreScale
-					if n.scoreCap != 0 {
-						w[j] = math.Tanh(w[j]/n.scoreCap) * n.scoreCap
-					}
-					top = math.Max(top, w[j])
-				}
-				z := 0.0
-				for j := range w {
-					w[j] = math.Exp(w[j] - top)
-					z += w[j]
-				}
-				dst := ctxv[i][h*n.headDim : (h+1)*n.headDim]
-				for j := range w {
-					pj := w[j] / z
-					vj := v[j][kvh*n.headDim : (kvh+1)*n.headDim]
-					for d := range dst {
-						dst[d] += pj * vj[d]
-					}
-				}
-			}
-		}
+		ctxv := attention(q, k, v, attnShape{heads: n.heads, kvHeads: n.kvHeads, headDim: n.headDim,
+			window: b.window, scale: n.scoreScale, softcap: n.scoreCap})
 		attn, err := apply(b.o, b.ob, ctxv, opt)
 		if err != nil {
 			return nil, err
@@ -655,6 +617,37 @@ func apply(m matrix, bias []float64, in [][]float64, opt Options) ([][]float64, 
 		}
 	}
 	return out, nil
+}
+
+// shaped reads the tensor name through get and checks its shape (the
+// number of dimensions and of values).
+func shaped(get Getter, name string, shape ...int) ([]float64, error) {
+	v, sh, err := get(name)
+	if err != nil {
+		return nil, fmt.Errorf("oracle: %s: %w", name, err)
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if len(v) != n || len(sh) != len(shape) {
+		return nil, fmt.Errorf("oracle: %s: shape %v, want %v", name, sh, shape)
+	}
+	return v, nil
+}
+
+// matrixOf reads name.weight through get as the out×in matrix of module
+// name.
+func matrixOf(get Getter, name string, out, in int) (matrix, error) {
+	v, err := shaped(get, name+".weight", out, in)
+	if err != nil {
+		return matrix{}, err
+	}
+	m := matrix{name: name, rows: make([][]float64, out)}
+	for o := range m.rows {
+		m.rows[o] = v[o*in : (o+1)*in]
+	}
+	return m, nil
 }
 
 // rms is LlamaRMSNorm: w_i · x_i / sqrt(mean(x²) + eps).

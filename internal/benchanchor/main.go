@@ -161,7 +161,7 @@ func run(qppl, shared, dir, names string, repeats, threads, n int) error {
 	}
 	fmt.Println("# x_torch = torch float64 forward seconds / qppl whole-process seconds (median of interleaved pairs; > 1: qppl faster).")
 	fmt.Printf("# fwd_%%peak: the FLOP count over the forward, head and scoring seconds of the eval JSON, against the peak above.\n")
-	fmt.Println("# outside_fwd_s: whole-process wall seconds minus the forward, head and scoring (start-up, model hash, load, tokens, report).")
+	fmt.Println("# outside_fwd_s: whole-process wall seconds minus the forward, head and scoring (start-up, load, tokens, report; the model hash runs beside the forward).")
 	fmt.Println("# packed_MB: the checkpoint's weight files; peakRSS_MB should stay near packed + activations + logits + panels.")
 	fmt.Println("# process_cpu_s: CPU-seconds of the whole process (torch's runs the forward twice: warm-up and timed). Wall times and")
 	fmt.Println("# x_torch vary with the machine's load: compare runs on a quiet machine.")

@@ -77,13 +77,14 @@ static int qppl_gemm(qppl_cublasHandle_t h, int M, int N, int K, uint64_t A, uin
 }
 
 // qppl_gemm_batched: for b < batch, row-major
-//   C_b[M][N] = alpha · A_b[M][K] · op(B_b)
+//   C_b[M][N] (+)= alpha · A_b[M][K] · op(B_b)
 // with op(B) = B[N][K]ᵀ (transB) or B[K][N] (!transB), lda/ldb/ldc the
-// row strides and sA/sB/sC the batch strides in elements. C is fp32.
+// row strides and sA/sB/sC the batch strides in elements. C is fp32; acc
+// adds to it (beta 1) instead of overwriting it (beta 0).
 static int qppl_gemm_batched(qppl_cublasHandle_t h, int M, int N, int K, int transB, float alpha,
 			     uint64_t A, int at, int lda, long long sA, uint64_t B, int bt, int ldb, long long sB,
-			     uint64_t C, int ldc, long long sC, int batch) {
-	float beta = 0.0f;
+			     uint64_t C, int ldc, long long sC, int batch, int acc) {
+	float beta = acc ? 1.0f : 0.0f;
 	// column-major: Cᵀ[N][M] = op(B)ᵀ·Aᵀ; Bᵀ of a row-major [N][K] is op_T
 	return p_cublasGemmStridedBatchedEx(h, transB ? 1 : 0, 0, N, M, K, &alpha, (const void *)(uintptr_t)B, qppl_dt(bt), ldb, sB,
 					    (const void *)(uintptr_t)A, qppl_dt(at), lda, sA, &beta, (void *)(uintptr_t)C, 0, ldc, sC,
@@ -441,16 +442,19 @@ func (d *Device) BatchedGemm(g device.BatchedGemm) error {
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", d.name, err)
 	}
-	tb := C.int(0)
+	tb, acc := C.int(0), C.int(0)
 	if g.TransB {
 		tb = 1
+	}
+	if g.Accumulate { // attention's p·v sums its bf16/fp16 weight parts
+		acc = 1
 	}
 	d.stats.gemms.Add(1)
 	return d.do(func() error {
 		st := C.qppl_gemm_batched(d.blas, C.int(g.M), C.int(g.N), C.int(g.K), tb, C.float(g.Alpha),
 			C.uint64_t(g.A), C.int(g.AType), C.int(g.LDA), C.longlong(g.StrideA),
 			C.uint64_t(g.B), C.int(g.BType), C.int(g.LDB), C.longlong(g.StrideB),
-			C.uint64_t(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch))
+			C.uint64_t(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch), acc)
 		if st != 0 {
 			return fmt.Errorf("%s: cublasGemmStridedBatchedEx %+v: status %d", d.name, g, int(st))
 		}

@@ -233,11 +233,15 @@ func checkDequantKernel(t *testing.T, d device.Device, l quant.Linear, off int) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		scratch, err := d.Alloc(int64(out*in*odt.Size() + off))
+		// off elements into the scratch: not 16-byte aligned (the kernels'
+		// scalar stores), yet aligned to the output type, as every buffer
+		// of the backend is (a 2-byte offset of an fp32 output faults on
+		// a GPU: misaligned address).
+		scratch, err := d.Alloc(int64((out*in + off) * odt.Size()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := dl.weight(d, scratch+device.Ptr(off), odt)
+		p, err := dl.weight(d, scratch+device.Ptr(off*odt.Size()), odt)
 		if err != nil {
 			t.Fatalf("%s: %v", l.Module(), err)
 		}

@@ -112,7 +112,6 @@ func TestSchemes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer em.Close()
-	act := map[string]bool{"NVFP4": true, "FP8": true, "FP8-DYNAMIC": true, "W8A8": true, "BNB-INT8": true}
 	for _, a := range cudaArchs(t) {
 		o, err := fixtures.Defaults(a)
 		if err != nil {
@@ -152,18 +151,27 @@ func TestSchemes(t *testing.T) {
 			}
 			toks := tokens(128, 260)
 			rn, gn, en := score(t, ref, toks), score(t, g, toks), score(t, e, toks)
-			var maxRef, maxEmu float64
+			var maxRef, maxEmu, meanRef, meanEmu float64
 			for i := range rn {
 				maxRef = math.Max(maxRef, math.Abs(gn[i]-rn[i]))
 				maxEmu = math.Max(maxEmu, math.Abs(gn[i]-en[i]))
+				meanRef += math.Abs(gn[i]-rn[i]) / float64(len(rn))
+				meanEmu += math.Abs(gn[i]-en[i]) / float64(len(rn))
 			}
-			tol := 1e-4
-			if act[sc] {
-				tol = 5e-2
+			// Schemes that quantize activations: an fp32 activation next
+			// to a rounding boundary takes the other code on one side
+			// now and then (GPU, emulator and reference each sum in
+			// their own order), which moves that token by about one
+			// code step (one such token of mixtral AUTOFP8-DYNAMIC:
+			// 0.054 on the H200): the mean bounds them, as in
+			// TestSchemesAgainstReference (docs/cuda.md).
+			tol, tolMean := 1e-4, 1e-4
+			if quantizer.QuantizesActivations(sc) {
+				tol, tolMean = 1e-1, 5e-3
 			}
-			t.Logf("%s %-14s gpu-reference %.3g gpu-emu %.3g", a, sc, maxRef, maxEmu)
-			if !(maxRef <= tol && maxEmu <= tol) { // NaN-safe
-				t.Errorf("%s %s: max |ΔNLL| gpu-reference %.3g, gpu-emu %.3g > %g", a, sc, maxRef, maxEmu, tol)
+			t.Logf("%s %-14s gpu-reference %.3g (mean %.2g) gpu-emu %.3g (mean %.2g)", a, sc, maxRef, meanRef, maxEmu, meanEmu)
+			if !(maxRef <= tol && maxEmu <= tol && meanRef <= tolMean && meanEmu <= tolMean) { // NaN-safe
+				t.Errorf("%s %s: |ΔNLL| gpu-reference max %.3g mean %.2g, gpu-emu max %.3g mean %.2g; tolerance %g, mean %g", a, sc, maxRef, meanRef, maxEmu, meanEmu, tol, tolMean)
 			}
 			ref.Close()
 			g.Close()

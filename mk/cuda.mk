@@ -17,6 +17,8 @@
 #                    bytes per window; dequantization kernels per format
 #                    in GB/s) and `qppl verify` per format; one report
 #                    file $(GPU_CHECK_DIR)/report.txt
+#   make gpu-bundle  the same checks for a GPU machine without Go: prebuilt
+#                    binaries and mk/gpu-bundle.sh in bin/gpu-bundle
 
 NVCC       ?= nvcc
 PTXAS      ?= ptxas
@@ -165,6 +167,20 @@ gpu-check: cuda
 	else echo "  cuda-tagged tests: FAIL (see $$d/gpu-test.log, $$d/dequant-test.log)" >> $$r; fail=1; fi; \
 	tail -4 $$r; echo "report: $$r (attach it to a bug report)"; \
 	exit $$fail
+
+# gpu-check for a GPU machine without Go (mk/gpu-bundle.sh says how to run
+# it there): the binaries and the test binaries, own binding, gzipped.
+GPU_BUNDLE_DIR ?= bin/gpu-bundle
+.PHONY: gpu-bundle
+gpu-bundle: cuda-kernels
+	@mkdir -p $(GPU_BUNDLE_DIR)
+	CGO_ENABLED=1 $(GO) build -tags 'cuda cudaown' -ldflags '-s -w $(CUDA_LDFLAGS)' -o $(GPU_BUNDLE_DIR)/qppl-cuda ./cmd/qppl
+	CGO_ENABLED=1 $(GO) test -c -tags 'cuda cudaown' -ldflags '-s -w $(CUDA_LDFLAGS)' -o $(GPU_BUNDLE_DIR)/gpu.test ./backends/cuda/gpu
+	CGO_ENABLED=1 $(GO) test -c -tags 'cuda cudaown' -ldflags '-s -w $(CUDA_LDFLAGS)' -o $(GPU_BUNDLE_DIR)/cuda.test ./backends/cuda
+	gzip -9 -f $(GPU_BUNDLE_DIR)/qppl-cuda $(GPU_BUNDLE_DIR)/gpu.test $(GPU_BUNDLE_DIR)/cuda.test
+	cp mk/gpu-bundle.sh $(GPU_BUNDLE_DIR)/run.sh
+	@echo "commit: $$(git rev-parse --short HEAD 2>/dev/null)$$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'), toolkit $(NVCC_MAJOR).$(NVCC_MINOR)" > $(GPU_BUNDLE_DIR)/commit.txt
+	@echo "wrote $(GPU_BUNDLE_DIR) ($$(du -sh $(GPU_BUNDLE_DIR) | cut -f1)); on the GPU machine, in the repository: bash $(GPU_BUNDLE_DIR)/run.sh [OUTDIR]"
 
 # Emulator throughput row of `make bench` (CPU; not a GPU estimate).
 BENCH_TARGETS += bench-emu

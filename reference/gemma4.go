@@ -288,7 +288,7 @@ func (m *model) gemma4Experts(ws *workspace, l *layerWeights, li, T int, probe p
 	routes := topKRoutes(logits, T, E, moe.TopK, true, mw.perExpert)
 	rmsNorm(ws.h, ws.x, mw.preNorm, T, d.C, d.eps)
 	out := ws.proj[:T*d.C]
-	if err := m.runExperts(ws, l, routes, ws.h, out, true); err != nil {
+	if err := m.runExperts(ws, routes, ws.h, out, m.gluExpert(ws, l, true)); err != nil {
 		return err
 	}
 	rmsNorm(out, out, mw.postNorm2, T, d.C, d.eps)

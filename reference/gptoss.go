@@ -91,10 +91,6 @@ func (m *model) gptOssMixture(ws *workspace, l *layerWeights, T int, probeRouter
 		return err
 	}
 	probeRouter(logits)
-	type route struct {
-		row int
-		w   float64
-	}
 	routes := make([][]route, E)
 	p := make([]float64, k)
 	for t := 0; t < T; t++ {
@@ -110,19 +106,9 @@ func (m *model) gptOssMixture(ws *workspace, l *layerWeights, T int, probeRouter
 			routes[e] = append(routes[e], route{t, p[j] / sum})
 		}
 	}
-	out := ws.proj[:T*d.C]
-	clear(out)
-	for e, rs := range routes {
-		if len(rs) == 0 {
-			continue
-		}
-		n := len(rs)
-		in := ws.moeIn[:n*d.C]
-		for i, r := range rs {
-			copy(in[i*d.C:(i+1)*d.C], ws.h[r.row*d.C:(r.row+1)*d.C])
-		}
+	return m.runExperts(ws, routes, ws.h, ws.proj[:T*d.C], func(e, n int, rows, y []float64) error {
 		gu := ws.gate[:n*2*I]
-		if err := m.linear(ws, x.gateUp[e], x.gateUpBias[e*2*I:(e+1)*2*I], in, n, d.C, gu, 2*I); err != nil {
+		if err := m.linear(ws, x.gateUp[e], x.gateUpBias[e*2*I:(e+1)*2*I], rows, n, d.C, gu, 2*I); err != nil {
 			return err
 		}
 		act := ws.up[:n*I]
@@ -132,16 +118,6 @@ func (m *model) gptOssMixture(ws *workspace, l *layerWeights, T int, probeRouter
 			glu := gate / (1 + detmath.Exp(-gate*g.Alpha))
 			act[i] = (up + 1) * glu
 		}
-		y := ws.moeOut[:n*d.C]
-		if err := m.linear(ws, x.down[e], x.downBias[e*d.C:(e+1)*d.C], act, n, I, y, d.C); err != nil {
-			return err
-		}
-		for i, r := range rs {
-			dst := out[r.row*d.C : (r.row+1)*d.C]
-			for c, v := range y[i*d.C : (i+1)*d.C] {
-				dst[c] += r.w * v
-			}
-		}
-	}
-	return nil
+		return m.linear(ws, x.down[e], x.downBias[e*d.C:(e+1)*d.C], act, n, I, y, d.C)
+	})
 }

@@ -31,7 +31,7 @@ func (m *model) mixture(ws *workspace, l *layerWeights, T int, probeRouter func(
 	}
 	probeRouter(logits)
 	routes := topKRoutes(logits, T, E, moe.TopK, moe.NormTopK, nil)
-	if err := m.runExperts(ws, l, routes, ws.h, ws.proj[:T*d.C], false); err != nil {
+	if err := m.runExperts(ws, routes, ws.h, ws.proj[:T*d.C], m.gluExpert(ws, l, false)); err != nil {
 		return err
 	}
 	if moe.SharedIntermediate > 0 {
@@ -89,16 +89,14 @@ func topKRoutes(logits []float64, T, E, k int, norm bool, scale []float64) [][]r
 }
 
 // runExperts sets out [T][C] to Σ_e Σ_{(row, w) ∈ routes[e]} w ·
-// expert_e(in[row]), experts in ascending order, each expert
-// down(act(gate x) ⊙ up x) with act silu, or gelu_tanh when gelu. Each
-// expert that some row chose is decoded (through m.linear, into the
-// scratch buffer) only then, one at a time, and runs on exactly the rows
-// routed to it, gathered into ws.moeIn — as transformers passes
-// hidden_states[top_x] to the expert, so an activation quantizer sees the
-// same rows. Experts no row chose are never decoded.
-func (m *model) runExperts(ws *workspace, l *layerWeights, routes [][]route, in, out []float64, gelu bool) error {
+// expert(e)(in[row]), experts in ascending order. Each expert that some row
+// chose runs only then, one at a time (so it is decoded only then), on
+// exactly the rows routed to it, gathered into ws.moeIn — as transformers
+// passes hidden_states[top_x] to the expert, so an activation quantizer
+// sees the same rows: expert(e, n, x, y) sets y [n][C] from x [n][C].
+// Experts no row chose never run.
+func (m *model) runExperts(ws *workspace, routes [][]route, in, out []float64, expert func(e, n int, x, y []float64) error) error {
 	d := m.dims
-	W := m.spec.MoE.Intermediate
 	clear(out)
 	for e, rs := range routes {
 		if len(rs) == 0 {
@@ -109,6 +107,27 @@ func (m *model) runExperts(ws *workspace, l *layerWeights, routes [][]route, in,
 		for i, r := range rs {
 			copy(x[i*d.C:(i+1)*d.C], in[r.row*d.C:(r.row+1)*d.C])
 		}
+		y := ws.moeOut[:n*d.C]
+		if err := expert(e, n, x, y); err != nil {
+			return err
+		}
+		for i, r := range rs {
+			dst := out[r.row*d.C : (r.row+1)*d.C]
+			for c, v := range y[i*d.C : (i+1)*d.C] {
+				dst[c] += r.w * v
+			}
+		}
+	}
+	return nil
+}
+
+// gluExpert returns the expert body of l's experts for runExperts:
+// down(act(gate x) ⊙ up x) with act silu, or gelu_tanh when gelu, each
+// Linear through m.linear (decoded by rows, or into the scratch buffer).
+func (m *model) gluExpert(ws *workspace, l *layerWeights, gelu bool) func(e, n int, x, y []float64) error {
+	d := m.dims
+	W := m.spec.MoE.Intermediate
+	return func(e, n int, x, y []float64) error {
 		ex := &l.experts[e]
 		gate, up := ws.gate[:n*W], ws.up[:n*W]
 		if err := m.linear(ws, ex[arch.ProjGate], nil, x, n, d.C, gate, W); err != nil {
@@ -124,18 +143,8 @@ func (m *model) runExperts(ws *workspace, l *layerWeights, routes [][]route, in,
 				gate[i] = g / (1 + detmath.Exp(-g)) * up[i] // silu(g) * u
 			}
 		}
-		y := ws.moeOut[:n*d.C]
-		if err := m.linear(ws, ex[arch.ProjDown], nil, gate, n, W, y, d.C); err != nil {
-			return err
-		}
-		for i, r := range rs {
-			dst := out[r.row*d.C : (r.row+1)*d.C]
-			for c, v := range y[i*d.C : (i+1)*d.C] {
-				dst[c] += r.w * v
-			}
-		}
+		return m.linear(ws, ex[arch.ProjDown], nil, gate, n, W, y, d.C)
 	}
-	return nil
 }
 
 // sharedExpert adds qwen3_5_moe's shared expert to ws.proj

@@ -156,14 +156,11 @@ func openGptOssMX(t tensors, name string, experts, rows, cols int) ([]Linear, er
 	if err != nil {
 		return nil, err
 	}
-	scales, err := t.raw(sti)
+	scales, err := e8m0Scales(t, sti)
 	if err != nil {
 		return nil, err
 	}
 	for i, b := range scales {
-		if b == 255 {
-			return nil, t.errf(sti, "element %d is the E8M0 NaN (0xFF)", i)
-		}
 		if b < 252 { // |code| ≤ 6 < 2^3: every product is below 2^128
 			continue
 		}

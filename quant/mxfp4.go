@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"github.com/qppl/qppl/checkpoint"
 	"math"
 	"strings"
 )
@@ -69,14 +70,9 @@ func openMXFP4(t tensors) (*MXFP4, error) {
 	if err != nil {
 		return nil, err
 	}
-	scales, err := t.raw(sti)
+	scales, err := e8m0Scales(t, sti)
 	if err != nil {
 		return nil, err
-	}
-	for i, b := range scales {
-		if b == 255 {
-			return nil, t.errf(sti, "element %d is the E8M0 NaN (0xFF)", i)
-		}
 	}
 	m := &MXFP4{Packed: packed, Scales: scales}
 	m.Base = Base{Out: out, In: in, Fmt: "mxfp4", FileName: pti.File}
@@ -132,4 +128,18 @@ func MXScale(amax float64) float64 {
 		e++
 	}
 	return math.Ldexp(1, min(128, max(-127, e-2)))
+}
+
+// e8m0Scales reads the E8M0 group scales of sti, refusing the E8M0 NaN.
+func e8m0Scales(t tensors, sti checkpoint.TensorInfo) ([]byte, error) {
+	scales, err := t.raw(sti)
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range scales {
+		if b == 255 {
+			return nil, t.errf(sti, "element %d is the E8M0 NaN (0xFF)", i)
+		}
+	}
+	return scales, nil
 }
